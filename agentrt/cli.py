@@ -1,0 +1,245 @@
+"""The `agentrt` command: run a question live, render and replay trajectories."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+
+from agentrt.agent import Agent
+from agentrt.events import (
+    ClassifiedEvent,
+    Event,
+    GuardEvent,
+    RunFinishedEvent,
+    StrategySelectedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
+    ToolFinishedEvent,
+)
+from agentrt.exceptions import UserError
+from agentrt.logs import configure_logging
+from agentrt.models.base import Model, ModelRequest
+from agentrt.models.scripted import ScriptedModel
+from agentrt.settings import AgentSettings
+from agentrt.trajectory import Trajectory
+
+app = typer.Typer(
+    help="agentrt: an asyncio agent runtime. Run questions, render and replay trajectories.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+err = Console(stderr=True, soft_wrap=True)
+
+_FILE = {"exists": True, "dir_okay": False}
+
+DEMO_QUESTION = "How many days are there from 2024-02-10 to 2025-03-01, and what is 17.5% of 2340?"
+
+
+def main() -> None:
+    app()
+
+
+def _demo_model() -> Model:
+    """A scripted stand-in that plays a fixed exchange, streaming it like a model would."""
+
+    def answer(request: ModelRequest) -> str:
+        results = {m.tool_call_id: m.content for m in request.messages if m.role == "tool"}
+        days, share = results.get("call_1_1", "?"), results.get("call_1_2", "?")
+        text = f"From 2024-02-10 to 2025-03-01 there are {days} days, and 17.5% of 2340 is {share}."
+        return _call("finish", answer=text)
+
+    return ScriptedModel(
+        [
+            '{"query_type": "exploratory", "language": "eng", "suggested_contexts": []}',
+            "I need a date difference and a percentage; both can be computed at once.\n"
+            + _call("days_between", start="2024-02-10", end="2025-03-01")
+            + "\n"
+            + _call("calculate", expression="0.175 * 2340"),
+            answer,
+        ],
+        token_delay=0.02,
+        name="scripted-demo",
+    )
+
+
+def _call(name: str, **arguments: str) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def _load_model(spec: str) -> Model:
+    if spec == "demo":
+        return _demo_model()
+    msg = f"unknown model {spec!r}; available: demo"
+    raise UserError(msg)
+
+
+@app.command()
+def run(
+    question: Annotated[str, typer.Argument(help="The question to answer.")] = DEMO_QUESTION,
+    model: Annotated[str, typer.Option(help="Which model answers.")] = "demo",
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
+    ] = None,
+    strategy: Annotated[
+        str | None, typer.Option(help="Use this strategy instead of classifying.")
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option(help="Session id, to continue a conversation.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print NDJSON events instead.")] = False,
+    trajectories: Annotated[
+        Path | None, typer.Option(help="Where to record the run (default: ./trajectories).")
+    ] = Path("trajectories"),
+    record: Annotated[bool, typer.Option(help="Record the trajectory.")] = True,
+) -> None:
+    """Answer QUESTION, showing the run live: streamed text, tool calls, the answer."""
+    configure_logging()
+    try:
+        agent = Agent(
+            workspace,
+            model=_load_model(model),
+            settings=AgentSettings(trajectory_dir=trajectories if record else None),
+        )
+        events = agent.run(question, session_id=session, strategy=strategy)
+    except UserError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if model == "demo" and not as_json:
+        err.print(
+            "[yellow]model: scripted demo[/] — a fixed recording that shows the runtime at work, "
+            "not a language model."
+        )
+    show: Callable[[Event], None] = _print_json if as_json else _Live(Console())
+    status = anyio.run(_consume, events, show)
+    raise typer.Exit(0 if status == "ok" else 1)
+
+
+async def _consume(events: AsyncIterator[Event], show: Callable[[Event], None]) -> str:
+    status = "error"
+    async for event in events:
+        show(event)
+        if isinstance(event, RunFinishedEvent):
+            status = event.status
+    return status
+
+
+def _print_json(event: Event) -> None:
+    sys.stdout.write(event.model_dump_json() + "\n")
+    sys.stdout.flush()
+
+
+class _Live:
+    """Renders events on a terminal as they come."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.at_line_start = True
+        self.started: dict[str, float] = {}
+
+    def line(self, text: str) -> None:
+        if not self.at_line_start:
+            self.console.print()
+        self.console.print(text, highlight=False)
+        self.at_line_start = True
+
+    def __call__(self, event: Event) -> None:
+        c = self.console
+        if isinstance(event, ClassifiedEvent):
+            why = f" ({event.reason})" if event.reason else ""
+            self.line(f"[dim]classified: {event.query_type} [{event.method}]{why}[/]")
+        elif isinstance(event, StrategySelectedEvent):
+            self.line(
+                f"[dim]strategy: {event.strategy} · planner {event.planner} · "
+                f"budget {event.step_budget} steps[/]"
+            )
+        elif isinstance(event, TextDeltaEvent):
+            c.print(event.text, end="", highlight=False, markup=False)
+            self.at_line_start = event.text.endswith("\n")
+        elif isinstance(event, ToolCallEvent):
+            args = json.dumps(event.arguments, ensure_ascii=False)
+            self.line(f"[cyan]→ {event.name}[/] {args}  [dim]{event.call_id}[/]")
+        elif isinstance(event, ToolCallInvalidEvent):
+            self.line(f"[red]✗ invalid call[/] {event.reason}")
+        elif isinstance(event, GuardEvent):
+            self.line(f"[yellow]guard[/] {event.call_id}: {event.detail}")
+        elif isinstance(event, ToolFinishedEvent):
+            mark = "[green]✓[/]" if event.status == "ok" else f"[red]✗ {event.status}[/]"
+            result = (
+                json.dumps(event.output, ensure_ascii=False)
+                if event.status == "ok"
+                else event.error
+            )
+            if result and len(result) > 160:
+                result = result[:160] + "…"
+            self.line(f"{mark} {event.name} [dim]{event.duration * 1000:.0f} ms[/] → {result}")
+        elif isinstance(event, RunFinishedEvent):
+            if event.answer:
+                self.line("")
+                c.print(Panel(Markdown(event.answer), title="answer", expand=False))
+            colour = "green" if event.status == "ok" else "red"
+            note = f" — {event.error}" if event.error else ""
+            self.line(
+                f"[{colour}]{event.status}[/]{note} · {event.steps} steps · "
+                f"{event.usage.total_tokens} tokens · {event.timings.total:.2f} s"
+            )
+
+
+@app.command()
+def show(
+    file: Annotated[
+        Path, typer.Argument(help="A trajectory file (.jsonl).", exists=True, dir_okay=False)
+    ],
+    raw: Annotated[
+        bool, typer.Option(help="Print the Markdown source instead of rendering it.")
+    ] = False,
+) -> None:
+    """Render a recorded trajectory as Markdown."""
+    try:
+        markdown = Trajectory.read(file).to_markdown()
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if raw or not sys.stdout.isatty():
+        sys.stdout.write(markdown)
+    else:
+        Console().print(Markdown(markdown))
+
+
+@app.command()
+def replay(
+    file: Annotated[
+        Path, typer.Argument(help="A trajectory file (.jsonl).", exists=True, dir_okay=False)
+    ],
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace to replay against (default: the recorded one).")
+    ] = None,
+) -> None:
+    """Re-run a trajectory's recorded model outputs through today's code; report the first
+    event that differs. Exit status 1 when one does."""
+    from agentrt.replay import replay as replay_run
+
+    configure_logging()
+    try:
+        trajectory = Trajectory.read(file)
+        _, difference = anyio.run(lambda: replay_run(trajectory, workspace=workspace))
+    except (ValueError, UserError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    out = Console(soft_wrap=True)
+    if difference is None:
+        out.print(f"[green]no difference[/]: {len(trajectory.events)} events replayed identically")
+        return
+    out.print(f"[red]first difference[/] at event {difference.index}:")
+    out.print("recorded:", json.dumps(difference.recorded, ensure_ascii=False), highlight=False)
+    out.print("today:   ", json.dumps(difference.replayed, ensure_ascii=False), highlight=False)
+    raise typer.Exit(1)

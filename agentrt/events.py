@@ -1,0 +1,249 @@
+"""The event contract: every event of a run, as one discriminated union on `type`.
+
+The same objects are streamed to callers, written to the trajectory, sent as SSE and as NDJSON.
+Every event carries `run_id`, `seq` (gap-free from 0 within a run) and `t` (seconds since the
+run started). A run always ends with exactly one `RunFinishedEvent`.
+
+A call found in the model's output produces either `tool_call_invalid`, or `tool_call` followed
+by exactly one `tool_finished` (with `tool_started` between them unless the result came from the
+run's cache, which a `guard` event announces).
+
+This module depends on nothing else in agentrt.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+
+__all__ = [
+    "ClassifiedEvent",
+    "Event",
+    "EventBase",
+    "GuardEvent",
+    "ModelResponseEvent",
+    "NarrowedTool",
+    "NativeToolCall",
+    "RunFinishedEvent",
+    "RunStartedEvent",
+    "RunStatus",
+    "StrategySelectedEvent",
+    "TextDeltaEvent",
+    "Timings",
+    "ToolCallEvent",
+    "ToolCallInvalidEvent",
+    "ToolFinishedEvent",
+    "ToolStartedEvent",
+    "ToolStatus",
+    "ToolsNarrowedEvent",
+    "TurnStartedEvent",
+    "Usage",
+    "event_adapter",
+]
+
+RunStatus = Literal["ok", "budget_exhausted", "cancelled", "error"]
+"""How a run ended."""
+
+ToolStatus = Literal["ok", "error", "timeout", "cancelled"]
+"""How one tool call ended."""
+
+
+class Usage(BaseModel):
+    """Token counts, per model call or summed over a run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class NativeToolCall(BaseModel):
+    """A tool call as an OpenAI-compatible server returned it, arguments still a JSON string."""
+
+    id: str | None = None
+    name: str
+    arguments: str
+
+
+class NarrowedTool(BaseModel):
+    """One tool offered to the model, and why."""
+
+    name: str
+    source: Literal["strategy", "builtin", "template", "retrieved", "safety", "session"]
+    """Where the tool came from: the strategy's list, the engine itself, or retrieval."""
+    score: float | None = None
+    """Retrieval similarity, when the tool was retrieved."""
+
+
+class Timings(BaseModel):
+    """Where a run's wall time went, in seconds."""
+
+    total: float
+    model: float
+    """Time spent waiting on model calls (classification included)."""
+    tools: float
+    """Sum of tool durations; larger than the wall time they took when calls overlap."""
+
+
+class EventBase(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    seq: int
+    """Position in the run's event stream: 0, 1, 2, … without gaps."""
+    t: float
+    """Seconds since the run started."""
+
+
+class RunStartedEvent(EventBase):
+    type: Literal["run_started"] = "run_started"
+    query: str
+    session_id: str | None = None
+    model: str
+    """The model's name as it reports it."""
+
+
+class ClassifiedEvent(EventBase):
+    type: Literal["classified"] = "classified"
+    query_type: str
+    language: str = "und"
+    suggested_contexts: list[str] = Field(default_factory=list)
+    method: Literal["model", "fallback", "forced"]
+    """`model` when the classifier answered, `fallback` when it failed, `forced` by the caller."""
+    reason: str | None = None
+    """Why the fallback was taken."""
+
+
+class StrategySelectedEvent(EventBase):
+    type: Literal["strategy_selected"] = "strategy_selected"
+    strategy: str
+    planner: str
+    step_budget: int
+
+
+class ToolsNarrowedEvent(EventBase):
+    type: Literal["tools_narrowed"] = "tools_narrowed"
+    tools: list[NarrowedTool]
+
+
+class TurnStartedEvent(EventBase):
+    type: Literal["turn_started"] = "turn_started"
+    step: int
+
+
+class TextDeltaEvent(EventBase):
+    """Visible text as the model streams it (tool-call markup removed)."""
+
+    type: Literal["text_delta"] = "text_delta"
+    step: int
+    text: str
+
+
+class ModelResponseEvent(EventBase):
+    """A model call finished: its complete raw output, which is what replay feeds back."""
+
+    type: Literal["model_response"] = "model_response"
+    step: int | None
+    """The turn it belongs to; None for calls outside turns (classification)."""
+    purpose: str
+    """What the call was for: `turn`, `classify`, …"""
+    text: str
+    tool_calls: list[NativeToolCall] = Field(default_factory=list)
+    usage: Usage = Usage()
+    duration: float
+
+
+class ToolCallEvent(EventBase):
+    """A call was parsed and its arguments validated; it is queued to run."""
+
+    type: Literal["tool_call"] = "tool_call"
+    step: int
+    call_id: str
+    name: str
+    arguments: dict[str, JsonValue]
+    format: Literal["tag", "hermes", "json", "native"]
+
+
+class ToolCallInvalidEvent(EventBase):
+    """A call that cannot run: malformed, unknown tool, not allowed, or bad arguments."""
+
+    type: Literal["tool_call_invalid"] = "tool_call_invalid"
+    step: int
+    call_id: str
+    name: str | None
+    raw: str
+    reason: str
+    """The same text the model receives as the call's observation."""
+
+
+class ToolStartedEvent(EventBase):
+    type: Literal["tool_started"] = "tool_started"
+    step: int
+    call_id: str
+    name: str
+
+
+class ToolFinishedEvent(EventBase):
+    type: Literal["tool_finished"] = "tool_finished"
+    step: int
+    call_id: str
+    name: str
+    status: ToolStatus
+    output: JsonValue = None
+    error: str | None = None
+    duration: float
+    cached: bool = False
+    """The result was taken from the run's cache (see `GuardEvent`)."""
+
+
+class GuardEvent(EventBase):
+    """A runtime guard stepped in, e.g. an identical repeated call answered from the cache."""
+
+    type: Literal["guard"] = "guard"
+    step: int
+    call_id: str
+    kind: Literal["duplicate"]
+    detail: str
+    original_call_id: str | None = None
+
+
+class RunFinishedEvent(EventBase):
+    type: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    answer: str | None = None
+    error: str | None = None
+    steps: int
+    usage: Usage
+    timings: Timings
+
+
+Event = Annotated[
+    RunStartedEvent
+    | ClassifiedEvent
+    | StrategySelectedEvent
+    | ToolsNarrowedEvent
+    | TurnStartedEvent
+    | TextDeltaEvent
+    | ModelResponseEvent
+    | ToolCallEvent
+    | ToolCallInvalidEvent
+    | ToolStartedEvent
+    | ToolFinishedEvent
+    | GuardEvent
+    | RunFinishedEvent,
+    Field(discriminator="type"),
+]
+"""Any event of a run. Parse one from JSON with `event_adapter.validate_json(line)`."""
+
+event_adapter: TypeAdapter[Event] = TypeAdapter(Event)

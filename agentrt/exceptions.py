@@ -1,0 +1,53 @@
+"""Errors, in two families kept apart: mistakes of the developer, and failures at run time.
+
+    AgentrtError
+    ├── UserError ─────────── the application developer must fix something
+    │   ├── WorkspaceError ── a strategy, prompt or tool pack cannot be loaded
+    │   └── ToolDefinitionError ── a function cannot be turned into a tool
+    ├── ModelError ────────── a model call failed; the run ends with status `error`
+    │   └── ScriptExhausted ── a scripted model was asked for more turns than it has
+    └── ToolError ─────────── raised by a tool: its message goes to the model verbatim
+
+Inside a run nothing here escapes as an exception: failures become events, and the run ends
+with one `run_finished`. They escape only from set-up (loading a workspace, building a tool).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentrtError",
+    "ModelError",
+    "ScriptExhausted",
+    "ToolDefinitionError",
+    "ToolError",
+    "UserError",
+    "WorkspaceError",
+]
+
+
+class AgentrtError(Exception):
+    """Base of every error agentrt raises."""
+
+
+class UserError(AgentrtError):
+    """A usage mistake by the application developer: the message says what to change."""
+
+
+class WorkspaceError(UserError):
+    """A workspace file is missing or invalid; the message names the file and the field."""
+
+
+class ToolDefinitionError(UserError):
+    """A function cannot be made into a tool as declared."""
+
+
+class ModelError(AgentrtError):
+    """A model call failed."""
+
+
+class ScriptExhausted(ModelError):
+    """A scripted model was asked for a turn beyond the end of its script."""
+
+
+class ToolError(AgentrtError):
+    """Raise inside a tool to tell the model what went wrong, in words it can act on."""

@@ -1,0 +1,300 @@
+"""The executor: turns parsed calls into results, concurrently, without ever crashing a run.
+
+    parsed call ──► admit ──► (invalid: event + observation for the model)
+                        └──► ToolCallEvent ──► Batch ──► execute ──► ToolFinishedEvent
+
+`admit` checks the tool exists, is allowed, and that the arguments fit its schema. `execute`
+answers an identical repeated call from the run's cache (the duplicate guard), waits for a
+slot under the run's concurrency cap, and runs the tool under its timeout. Any exception a
+tool raises becomes an `error` result that the model sees as the call's observation.
+
+The per-call path uses asyncio's own TaskGroup, timeout and Semaphore rather than anyio's:
+they give the same structure (no task outlives its turn) at about a quarter of the cost
+(measured: spawning 4 tasks 23 µs against 88 µs; a timeout and a cap 5 µs against 16 µs),
+and this path runs for every tool call. Cancellation from the run's anyio scope reaches them
+as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from pydantic import JsonValue, ValidationError
+from pydantic_core import to_jsonable_python
+
+from agentrt.catalog import ToolCatalog
+from agentrt.context import RunContext
+from agentrt.events import (
+    GuardEvent,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+    ToolStatus,
+)
+from agentrt.exceptions import ToolError
+from agentrt.parsing import CallPiece, InvalidPiece
+from agentrt.tool import Tool
+
+__all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome"]
+
+
+@dataclass(slots=True)
+class PreparedCall:
+    """A call that passed admission and may run."""
+
+    step: int
+    call_id: str
+    tool: Tool
+    arguments: dict[str, Any]
+    """Validated values, as the function receives them."""
+    key: str
+    """Identity of the call for the duplicate guard: tool name and canonical arguments."""
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """The end of one call, whatever happened to it."""
+
+    call_id: str
+    name: str | None
+    status: ToolStatus | None
+    """None for a call that was refused before it could run."""
+    observation: str
+    """What the model is told."""
+    output: JsonValue = None
+    ends_run: bool = False
+
+
+@dataclass(slots=True)
+class _CacheEntry:
+    call_id: str
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    outcome: ToolOutcome | None = None
+
+
+class Executor:
+    """Runs the tool calls of one run. One instance per run: it owns the run's cache and cap.
+
+    :param ctx: the run the events belong to
+    :param tools: the tools the model may call in this run
+    :param timeout: default seconds per call, for tools without their own `timeout`
+    :param max_concurrency: calls of this run executing at once
+    :param max_observation_chars: longer observations are cut, with a note saying so
+    """
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        tools: ToolCatalog,
+        *,
+        timeout: float,
+        max_concurrency: int,
+        max_observation_chars: int,
+    ) -> None:
+        self.ctx = ctx
+        self.tools = tools
+        self.timeout = timeout
+        self.slots = asyncio.Semaphore(max_concurrency)
+        self.max_observation_chars = max_observation_chars
+        self._cache: dict[str, _CacheEntry] = {}
+
+    def admit(
+        self, piece: CallPiece | InvalidPiece, *, step: int, call_id: str
+    ) -> PreparedCall | ToolOutcome:
+        """Check a parsed call; a refusal is reported as an event and returned as an outcome."""
+        if isinstance(piece, InvalidPiece):
+            return self._refuse(step, call_id, piece.name, piece.raw, piece.reason)
+        tool = self.tools.get(piece.name)
+        if tool is None:
+            reason = (
+                f"There is no tool named {piece.name!r} here. "
+                f"The tools you may call are: {', '.join(self.tools)}."
+            )
+            return self._refuse(step, call_id, piece.name, piece.raw, reason)
+        try:
+            validated = tool.args_model.model_validate(piece.arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            schema = json.dumps(tool.definition.parameters.get("properties", {}))
+            reason = (
+                f"Invalid arguments for {tool.name}: {problems}. "
+                f"Call it again with arguments matching: {schema}"
+            )
+            return self._refuse(step, call_id, tool.name, piece.raw, reason)
+        arguments = dict(validated)
+        as_json = validated.model_dump(mode="json")
+        self.ctx.emit(
+            ToolCallEvent,
+            step=step,
+            call_id=call_id,
+            name=tool.name,
+            arguments=as_json,
+            format=piece.format,
+        )
+        key = tool.name + json.dumps(as_json, sort_keys=True) if tool.cache else ""
+        return PreparedCall(step, call_id, tool, arguments, key)
+
+    def _refuse(
+        self, step: int, call_id: str, name: str | None, raw: str, reason: str
+    ) -> ToolOutcome:
+        self.ctx.emit(
+            ToolCallInvalidEvent, step=step, call_id=call_id, name=name, raw=raw, reason=reason
+        )
+        return ToolOutcome(call_id, name, None, f"Error: {reason}")
+
+    async def execute(self, call: PreparedCall) -> ToolOutcome:
+        """Run one admitted call to its end: ok, error, timeout or cancelled."""
+        if not call.key:
+            return await self._run(call)
+        entry = self._cache.get(call.key)
+        if entry is not None:
+            return await self._from_cache(call, entry)
+        entry = self._cache[call.key] = _CacheEntry(call.call_id)
+        try:
+            entry.outcome = await self._run(call)
+        finally:
+            if entry.outcome is None or entry.outcome.status == "cancelled":
+                del self._cache[call.key]  # nothing to reuse; a later identical call runs anew
+            entry.done.set()
+        return entry.outcome
+
+    async def _from_cache(self, call: PreparedCall, entry: _CacheEntry) -> ToolOutcome:
+        self.ctx.emit(
+            GuardEvent,
+            step=call.step,
+            call_id=call.call_id,
+            kind="duplicate",
+            original_call_id=entry.call_id,
+            detail=f"identical to call {entry.call_id}; its result is reused",
+        )
+        await entry.done.wait()
+        original = entry.outcome
+        if original is None or original.status == "cancelled":
+            return await self._run(call)
+        self.ctx.emit(
+            ToolFinishedEvent,
+            step=call.step,
+            call_id=call.call_id,
+            name=call.tool.name,
+            status=original.status,
+            output=original.output,
+            error=None if original.status == "ok" else original.observation,
+            duration=0.0,
+            cached=True,
+        )
+        note = (
+            f"(You already made this exact call as {entry.call_id}; its result is repeated. "
+            f"Do not repeat identical calls.)\n"
+        )
+        return ToolOutcome(
+            call.call_id,
+            call.tool.name,
+            original.status,
+            note + original.observation,
+            original.output,
+            original.ends_run,
+        )
+
+    async def _run(self, call: PreparedCall) -> ToolOutcome:
+        tool = call.tool
+        limit = tool.timeout or self.timeout
+        status: ToolStatus = "cancelled"
+        output: JsonValue = None
+        error: str | None = None
+        started = 0.0
+        try:
+            async with self.slots:
+                self.ctx.emit(
+                    ToolStartedEvent, step=call.step, call_id=call.call_id, name=tool.name
+                )
+                started = time.perf_counter()
+                try:
+                    async with asyncio.timeout(limit):
+                        value = await self._call(tool, call.arguments)
+                except TimeoutError:
+                    status, error = "timeout", f"{tool.name} did not finish within {limit:g} s"
+                except ToolError as exc:
+                    status, error = "error", str(exc)
+                except Exception as exc:
+                    status, error = "error", f"{type(exc).__name__}: {exc}"
+                else:
+                    status, output = "ok", _jsonable(value)
+        finally:
+            duration = time.perf_counter() - started if started else 0.0
+            self.ctx.tool_time += duration
+            if status == "cancelled":
+                error = "the run was cancelled while this call was running"
+            self.ctx.emit(
+                ToolFinishedEvent,
+                step=call.step,
+                call_id=call.call_id,
+                name=tool.name,
+                status=status,
+                output=output,
+                error=error,
+                duration=round(duration, 6),
+            )
+        observation = self._observation(output) if status == "ok" else f"Error: {error}"
+        return ToolOutcome(
+            call.call_id, tool.name, status, observation, output, tool.ends_run and status == "ok"
+        )
+
+    @staticmethod
+    async def _call(tool: Tool, arguments: dict[str, Any]) -> Any:
+        if tool.is_async:
+            return await tool.fn(**arguments)
+        # A thread cannot be interrupted: on timeout or cancellation the call is abandoned
+        # and its result, when it comes, dropped.
+        return await anyio.to_thread.run_sync(
+            functools.partial(tool.fn, **arguments), abandon_on_cancel=True
+        )
+
+    def _observation(self, output: JsonValue) -> str:
+        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        limit = self.max_observation_chars
+        if len(text) > limit:
+            text = text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
+        return text
+
+
+def _jsonable(value: Any) -> JsonValue:
+    """Tool results go into events as JSON; anything pydantic cannot convert becomes its repr."""
+    return to_jsonable_python(value, fallback=repr)  # type: ignore[no-any-return]
+
+
+class Batch:
+    """The calls of one turn: each starts the moment it is added; outcomes keep call order.
+
+    Outcomes fill in as calls finish, so a cancelled batch still holds what completed.
+    """
+
+    def __init__(self, executor: Executor, task_group: asyncio.TaskGroup) -> None:
+        self.executor = executor
+        self._tg = task_group
+        self._tasks: list[asyncio.Task[None]] = []
+        self.outcomes: list[ToolOutcome | None] = []
+
+    def add(self, item: PreparedCall | ToolOutcome) -> None:
+        index = len(self.outcomes)
+        if isinstance(item, ToolOutcome):
+            self.outcomes.append(item)
+        else:
+            self.outcomes.append(None)
+            self._tasks.append(self._tg.create_task(self._execute(index, item)))
+
+    def cancel(self) -> None:
+        """Cancel the calls still running (their `tool_finished` says `cancelled`)."""
+        for task in self._tasks:
+            task.cancel()
+
+    async def _execute(self, index: int, call: PreparedCall) -> None:
+        self.outcomes[index] = await self.executor.execute(call)

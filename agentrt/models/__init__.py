@@ -1,0 +1,26 @@
+"""Model backends, all speaking the `Model` protocol."""
+
+from agentrt.models.base import (
+    Message,
+    Model,
+    ModelChunk,
+    ModelRequest,
+    TextChunk,
+    ToolCallChunk,
+    ToolDefinition,
+    UsageChunk,
+)
+from agentrt.models.scripted import ScriptedModel, ScriptedTurn
+
+__all__ = [
+    "Message",
+    "Model",
+    "ModelChunk",
+    "ModelRequest",
+    "ScriptedModel",
+    "ScriptedTurn",
+    "TextChunk",
+    "ToolCallChunk",
+    "ToolDefinition",
+    "UsageChunk",
+]

@@ -1,0 +1,96 @@
+"""What every model backend speaks: messages in, a stream of chunks out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentrt.events import NativeToolCall, Usage
+
+__all__ = [
+    "Message",
+    "Model",
+    "ModelChunk",
+    "ModelRequest",
+    "TextChunk",
+    "ToolCallChunk",
+    "ToolDefinition",
+    "UsageChunk",
+]
+
+
+class Message(BaseModel):
+    """One message of a conversation, in the shape OpenAI-compatible servers take."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: tuple[NativeToolCall, ...] = ()
+    """Native calls the assistant made in this message."""
+    tool_call_id: str | None = None
+    """For a `tool` message: the call it answers."""
+    name: str | None = None
+    """For a `tool` message: the tool that produced it."""
+
+
+class ToolDefinition(BaseModel):
+    """A tool as a model sees it: name, description and a JSON schema of its arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelRequest(BaseModel):
+    """One model call."""
+
+    messages: list[Message]
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    """Tools offered for native tool calling; backends that prompt in text ignore them."""
+    json_schema: dict[str, Any] | None = None
+    """When set, the answer must be one JSON value matching this schema."""
+    purpose: str = "turn"
+    """What the call is for (`turn`, `classify`, …); backends may tune sampling by it."""
+    max_tokens: int | None = None
+
+
+class TextChunk(BaseModel):
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ToolCallChunk(BaseModel):
+    """A piece of a native tool call; pieces of one call share `index`."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+class UsageChunk(BaseModel):
+    kind: Literal["usage"] = "usage"
+    usage: Usage
+
+
+ModelChunk = TextChunk | ToolCallChunk | UsageChunk
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A language model that streams its answer.
+
+    `stream` raises `ModelError` (or a subclass) when the call fails; a partial stream that
+    ends with an exception is discarded by the caller.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]: ...

@@ -1,0 +1,96 @@
+"""A model that plays a script: for tests, benchmarks, replay and the offline demo."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+
+import anyio
+from pydantic import BaseModel, Field
+
+from agentrt.events import NativeToolCall, Usage
+from agentrt.exceptions import ScriptExhausted
+from agentrt.models.base import (
+    ModelChunk,
+    ModelRequest,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+
+__all__ = ["ScriptedModel", "ScriptedTurn"]
+
+_TOKEN = re.compile(r"\s*\S+|\s+")
+
+
+class ScriptedTurn(BaseModel):
+    """One scripted answer: text, and optionally native tool calls."""
+
+    text: str = ""
+    tool_calls: list[NativeToolCall] = Field(default_factory=list)
+    usage: Usage | None = None
+    """Reported usage; when None, tokens are counted as whitespace-separated words."""
+
+
+ScriptItem = str | ScriptedTurn | Callable[[ModelRequest], "str | ScriptedTurn"]
+
+
+class ScriptedModel:
+    """Plays its turns in order, one per model call, streaming word by word.
+
+    A turn is a string, a `ScriptedTurn`, or a function of the request that returns either
+    (to answer depending on what the model was sent, e.g. the tool results).
+
+    :param turns: the answers, in call order; a call past the end raises `ScriptExhausted`
+    :param token_delay: seconds to wait before each streamed token, to simulate a slow model
+    :param name: the name the model reports
+    """
+
+    __test__ = False  # not a pytest test class, despite living near tests
+
+    def __init__(
+        self,
+        turns: Sequence[ScriptItem],
+        *,
+        token_delay: float = 0.0,
+        name: str = "scripted",
+    ) -> None:
+        self._turns = list(turns)
+        self._next = 0
+        self.token_delay = token_delay
+        self._name = name
+        self.requests: list[ModelRequest] = []
+        """Every request received, for tests to inspect."""
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        self.requests.append(request)
+        if self._next >= len(self._turns):
+            msg = (
+                f"scripted model {self._name!r} has {len(self._turns)} turn(s) and was asked "
+                f"for turn {self._next + 1}"
+            )
+            raise ScriptExhausted(msg)
+        item = self._turns[self._next]
+        self._next += 1
+        turn = item(request) if callable(item) else item
+        if isinstance(turn, str):
+            turn = ScriptedTurn(text=turn)
+
+        tokens = _TOKEN.findall(turn.text)
+        for token in tokens:
+            if self.token_delay:
+                await anyio.sleep(self.token_delay)
+            yield TextChunk(text=token)
+        for index, call in enumerate(turn.tool_calls):
+            if self.token_delay:
+                await anyio.sleep(self.token_delay)
+            yield ToolCallChunk(index=index, id=call.id, name=call.name, arguments=call.arguments)
+        prompt = sum(len(m.content.split()) for m in request.messages)
+        yield UsageChunk(
+            usage=turn.usage
+            or Usage(prompt_tokens=prompt, completion_tokens=len(tokens) + len(turn.tool_calls))
+        )

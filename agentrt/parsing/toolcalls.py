@@ -1,0 +1,620 @@
+"""Incremental parsing of the tool calls a model writes into its streamed text.
+
+A call arrives in one of four shapes:
+
+- a registered tool tag: ``<calc>{"expression": "2+2"}</calc>``, ``<wiki_search>x|y</wiki_search>``;
+- a Hermes/Qwen element, ``<tool_call>{"name": "calc", "arguments": {...}}</tool_call>``;
+- a bare JSON object ``{"name": ..., "arguments": ...}`` whose brace starts a line;
+- the same object alone in a ```` ``` ```` or ```` ```json ```` fence.
+
+`ToolCallParser.feed` returns each call from the very chunk that completes it (the ``>`` of the
+closing tag, or the object's closing brace) and returns visible text as soon as it cannot belong
+to a call. The parser is a state machine over characters:
+
+    TEXT ── "<" ──► TAG_OPEN ── "<name>" ──► BODY ── "</name>" ──► calls, TEXT
+     │
+     ├─ "{" first on its line ──► JSON_OPEN ── '"' ──► JSON_BODY ── closing "}" ──► call or text
+     │
+     └─ "`" first on its line ──► FENCE_OPEN ── "```json⏎" ──► FENCE_WS ── "{" ──► JSON_OPEN …
+                                     … closing "}" ──► FENCE_TAIL ── "```⏎" ──► TEXT
+
+A bare or fenced object is a call when it has a ``"name"`` (or ``"tool"``) string and either an
+arguments key (``"arguments"``, ``"args"``, ``"parameters"``) or a registered tag name; one that
+does not parse but shows those same marks is an `InvalidPiece`; anything else is text, and so is
+a candidate still unbalanced after `JSON_LIMIT` characters.
+
+Only a pending candidate is held. When it turns out not to be a call, what was held is released
+as text and the character that decided it is read again in TEXT; every decision depends on the
+characters alone, never on where chunks break, so any chunking of a text gives the same pieces.
+Each character is examined a bounded number of times, so parsing is linear in the text.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentrt.parsing._jsonscan import JSONProblem, ObjectScanner, kind, load_object, loads
+
+__all__ = [
+    "CallPiece",
+    "InvalidPiece",
+    "ParsedPiece",
+    "TagSpec",
+    "TextPiece",
+    "ToolCallParser",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPiece:
+    """Visible text: what the user is shown."""
+
+    text: str
+    """Never empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallPiece:
+    """A well-formed tool call. Whether the tool exists is the executor's business."""
+
+    name: str
+    arguments: dict[str, Any]
+    raw: str
+    """The call's source text: the whole tag, fence (up to the object's closing brace) or object;
+    for a native call, the arguments string."""
+    format: Literal["tag", "hermes", "json", "native"]
+    id: str | None = None
+    """The server's call id (native calls only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidPiece:
+    """Something the model meant as a tool call but wrote wrongly."""
+
+    raw: str
+    reason: str
+    """What was wrong and what is expected, addressed to the model."""
+    name: str | None = None
+    """The tool's name, when it could be read."""
+
+
+ParsedPiece = TextPiece | CallPiece | InvalidPiece
+
+
+@dataclass(frozen=True, slots=True)
+class TagSpec:
+    """A tool that may be called with its name as an XML tag."""
+
+    name: str
+    param: str | None = None
+    """The tool's single string parameter: a tag body that is not JSON becomes ``{param: body}``."""
+    split: str | None = None
+    """A separator, e.g. ``"|"``: the body then gives one call per non-blank part."""
+
+
+JSON_LIMIT = 100_000
+"""A JSON candidate still unbalanced after this many characters is released as text."""
+
+_HERMES_FORM = '<tool_call>{"name": "<tool name>", "arguments": {...}}</tool_call>'
+_NAME_KEYS = ("name", "tool")
+_ARGUMENT_KEYS = ("arguments", "args", "parameters")
+_FENCE_OPENERS = ("```", "```json")
+_FENCE_LONGEST = "```json"
+_NOT_TAG_NAME = re.compile(r"[\s<>/]")
+
+_NON_SPACE = re.compile(r"\S")
+_NON_JSON_SPACE = re.compile(r"[^ \t\n\r]")
+_TEXT_STOP = re.compile(r"[<\n]")
+# For telling a malformed call from other malformed JSON: the same test as for a parsed object,
+# a name plus either an arguments key or a registered tool name.
+_NAME_HINT = re.compile(r'"(?:name|tool)"\s*:\s*"((?:[^"\\]|\\.)+)"')
+_ARGUMENTS_HINT = re.compile(r'"(?:arguments|args|parameters)"\s*:')
+
+# Pieces are immutable, so one per character is shared: a stream fed a character at a time would
+# otherwise spend much of its time building identical frozen dataclasses.
+_char_piece = functools.lru_cache(maxsize=1024)(TextPiece)
+
+# Parser states; plain ints because the state is dispatched on for every chunk.
+_TEXT, _TAG_OPEN, _BODY, _FENCE_OPEN, _FENCE_WS, _JSON_OPEN, _JSON_BODY, _FENCE_TAIL = range(8)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tag:
+    open: str
+    close: str
+    spec: TagSpec | None
+    """None for ``<tool_call>``."""
+
+
+class ToolCallParser:
+    """Splits streamed model text into visible text, tool calls and invalid calls.
+
+    :param tags: the tools that may be called as ``<name>…</name>``. A name that cannot be a tag
+        (blank, or holding whitespace, ``<``, ``>`` or ``/``) is left out, and so is ``tool_call``,
+        which belongs to the Hermes format.
+    :raises ValueError: for a spec with `split` but no `param`, or two different specs of one name
+
+    One parser reads one stream: `feed` each chunk as it arrives, then `close` once at the end
+    (after which the parser is ready for a new stream).
+    """
+
+    def __init__(self, tags: Iterable[TagSpec] = ()) -> None:
+        specs: dict[str, TagSpec] = {}
+        for spec in tags:
+            if spec.split is not None and (not spec.split or spec.param is None):
+                raise ValueError(
+                    f"tag {spec.name!r}: split needs a non-empty separator and a param"
+                )
+            if specs.get(spec.name, spec) != spec:
+                raise ValueError(f"tag {spec.name!r} is registered twice, differently")
+            # A tool whose name cannot be written as a tag is still callable in the other formats.
+            if spec.name and spec.name != "tool_call" and not _NOT_TAG_NAME.search(spec.name):
+                specs[spec.name] = spec
+        self._names = frozenset(specs)
+        self._tags = {
+            f"<{name}>": _Tag(f"<{name}>", f"</{name}>", spec) for name, spec in specs.items()
+        }
+        self._tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None)
+        self._prefixes = frozenset(tag[:k] for tag in self._tags for k in range(1, len(tag)))
+        self._handlers: tuple[Callable[[str, int], int], ...] = (
+            self._on_text,
+            self._on_tag_open,
+            self._on_body,
+            self._on_fence_open,
+            self._on_fence_ws,
+            self._on_json_open,
+            self._on_json_body,
+            self._on_fence_tail,
+        )
+        self._out: list[ParsedPiece] = []
+        self._text: list[str] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self._state = _TEXT
+        self._line_start = True
+        self._held: list[str] = []
+        """The source text of the pending candidate (for TAG_OPEN: `_prefix`)."""
+        self._prefix = ""
+        self._tag = _Tag("", "", None)
+        self._fence_core = ""
+        self._fence_padded = False
+        self._fenced = False
+        self._json_len = 0
+        self._scanner = ObjectScanner()
+        self._ticks = 0
+        self._tail_visible = False
+
+    def feed(self, chunk: str) -> list[ParsedPiece]:
+        """Read the next chunk; return the pieces it completes, in order."""
+        if self._state == _TEXT and not self._line_start and _TEXT_STOP.search(chunk) is None:
+            # The common case, prose in mid-line: nothing in it can begin a call.
+            return [_text_piece(chunk)] if chunk else []
+        i, n = 0, len(chunk)
+        handlers = self._handlers
+        while i < n:
+            i = handlers[self._state](chunk, i)
+        if not self._text and not self._out:
+            return []
+        return self._drain()
+
+    def close(self) -> list[ParsedPiece]:
+        """End the stream: release held text; a call left open becomes an `InvalidPiece`."""
+        state = self._state
+        if state == _TAG_OPEN:
+            self._text.append(self._prefix)
+        elif state == _BODY:
+            self._emit(self._unclosed())
+        elif state != _FENCE_TAIL or self._tail_visible or self._ticks < 3:
+            # A fence closed by "```" at the very end has consumed its text already.
+            self._text.extend(self._held)
+        out = self._drain()
+        self._reset()
+        return out
+
+    def _emit(self, piece: CallPiece | InvalidPiece) -> None:
+        self._flush_text()
+        self._out.append(piece)
+
+    def _flush_text(self) -> None:
+        if self._text:
+            text = "".join(self._text)
+            self._text.clear()
+            if text:
+                self._out.append(_text_piece(text))
+
+    def _drain(self) -> list[ParsedPiece]:
+        self._flush_text()
+        out, self._out = self._out, []
+        return out
+
+    def _release(self, line_start: bool) -> None:
+        """The held candidate is not a call: make it text and go back to TEXT."""
+        self._text.extend(self._held)
+        self._held = []
+        self._state = _TEXT
+        self._line_start = line_start
+
+    def _on_text(self, chunk: str, i: int) -> int:
+        n = len(chunk)
+        if self._line_start:
+            match = _NON_SPACE.search(chunk, i)
+            j = n if match is None else match.start()
+            if j > i:
+                self._text.append(chunk[i:j])
+            if j == n:
+                return n
+            char = chunk[j]
+            if char == "{":
+                self._fenced = False
+                self._begin_json()
+                return j + 1
+            if char == "`":
+                self._state = _FENCE_OPEN
+                self._held = ["`"]
+                self._fence_core = "`"
+                self._fence_padded = False
+                return j + 1
+            self._line_start = False
+            i = j
+        match = _TEXT_STOP.search(chunk, i)
+        if match is None:
+            self._text.append(chunk[i:])
+            return n
+        j = match.start()
+        if chunk[j] == "\n":
+            self._text.append(chunk[i : j + 1])
+            self._line_start = True
+            return j + 1
+        if j > i:
+            self._text.append(chunk[i:j])
+        self._state = _TAG_OPEN
+        self._prefix = "<"
+        return j + 1
+
+    def _on_tag_open(self, chunk: str, i: int) -> int:
+        candidate = self._prefix + chunk[i]
+        tag = self._tags.get(candidate)
+        if tag is not None:
+            self._state = _BODY
+            self._tag = tag
+            self._held = []
+            return i + 1
+        if candidate in self._prefixes:
+            self._prefix = candidate
+            return i + 1
+        self._text.append(self._prefix)
+        self._state = _TEXT
+        self._line_start = False
+        return i
+
+    def _on_body(self, chunk: str, i: int) -> int:
+        if chunk.find(">", i) < 0:  # every closing tag ends with ">"
+            self._held.append(chunk[i:])
+            return len(chunk)
+        close = self._tag.close
+        width = len(close) - 1
+        # A closing tag that began in an earlier chunk can only be found by joining the tail on.
+        tail = self._held_tail(width)
+        found = (tail + chunk[i : i + width]).find(close) if tail else -1
+        if found >= 0:
+            start = found - len(tail)
+        else:
+            found = chunk.find(close, i)
+            if found < 0:
+                self._held.append(chunk[i:])
+                return len(chunk)
+            start = found - i
+        held = "".join(self._held)
+        body = held + chunk[i : i + start] if start >= 0 else held[: len(held) + start]
+        tag = self._tag
+        raw = tag.open + body + tag.close
+        pieces = _hermes_calls(body, raw) if tag.spec is None else _tag_calls(tag.spec, body, raw)
+        for piece in pieces:
+            self._emit(piece)
+        self._held = []
+        self._state = _TEXT
+        self._line_start = False
+        return i + start + len(close)
+
+    def _held_tail(self, width: int) -> str:
+        """The last `width` characters held (fewer if fewer are held)."""
+        parts: list[str] = []
+        size = 0
+        for part in reversed(self._held):
+            parts.append(part)
+            size += len(part)
+            if size >= width:
+                break
+        return "".join(reversed(parts))[-width:]
+
+    def _unclosed(self) -> InvalidPiece:
+        tag = self._tag
+        body = "".join(self._held)
+        name = tag.spec.name if tag.spec is not None else _hermes_name(body)
+        reason = f"{tag.open} was never closed: end the call with {tag.close}."
+        return InvalidPiece(tag.open + body, reason, name)
+
+    def _on_fence_open(self, chunk: str, i: int) -> int:
+        char = chunk[i]
+        complete = self._fence_core in _FENCE_OPENERS
+        if char == "\n" and complete:
+            self._held.append(char)
+            self._state = _FENCE_WS
+        elif char.isspace() and char != "\n" and complete:
+            self._held.append(char)
+            self._fence_padded = True
+        elif (
+            not char.isspace()
+            and not self._fence_padded
+            and _FENCE_LONGEST.startswith(self._fence_core + char)
+        ):
+            self._held.append(char)
+            self._fence_core += char
+        else:
+            self._release(line_start=False)
+            return i
+        return i + 1
+
+    def _on_fence_ws(self, chunk: str, i: int) -> int:
+        match = _NON_SPACE.search(chunk, i)
+        j = len(chunk) if match is None else match.start()
+        if j > i:
+            self._held.append(chunk[i:j])
+        if j == len(chunk):
+            return j
+        if chunk[j] == "{":
+            self._fenced = True
+            self._begin_json()
+            return j + 1
+        # Everything held since the opener's newline is blank, so the next line starts here.
+        self._release(line_start=True)
+        return j
+
+    def _begin_json(self) -> None:
+        if not self._fenced:
+            self._held = []
+        self._held.append("{")
+        self._json_len = 1
+        self._state = _JSON_OPEN
+
+    def _on_json_open(self, chunk: str, i: int) -> int:
+        room = JSON_LIMIT - self._json_len
+        if room == 0:
+            return self._give_up(i)
+        end = min(len(chunk), i + room)
+        match = _NON_JSON_SPACE.search(chunk, i, end)
+        j = end if match is None else match.start()
+        if j > i:
+            self._held.append(chunk[i:j])
+            self._json_len += j - i
+        if j == end:
+            return j
+        char = chunk[j]
+        if char == '"':
+            self._held.append(char)
+            self._json_len += 1
+            self._scanner = ObjectScanner(1, in_string=True)
+            self._state = _JSON_BODY
+            return j + 1
+        if char == "}":
+            self._held.append(char)
+            self._json_len += 1
+            return self._end_json(j + 1)
+        return self._give_up(j)
+
+    def _on_json_body(self, chunk: str, i: int) -> int:
+        end = len(chunk)
+        room = JSON_LIMIT - self._json_len
+        if end - i > room:
+            if room == 0:
+                return self._give_up(i)
+            end = i + room
+        stop = self._scanner.scan(chunk, i, end)
+        if stop < 0:
+            self._held.append(chunk[i:end])
+            self._json_len += end - i
+            return end
+        self._held.append(chunk[i:stop])
+        self._json_len += stop - i
+        return self._end_json(stop)
+
+    def _give_up(self, i: int) -> int:
+        """The JSON candidate is not a call (not JSON, or too long): release it as text."""
+        released = "".join(self._held)
+        # What follows the last newline (all of it if there is none: then it begins with "{" or
+        # "`") tells whether the next character is the first non-blank one of its line.
+        last_line = released[released.rfind("\n") + 1 :]
+        self._held = [released]
+        self._release(line_start=not last_line or last_line.isspace())
+        return i
+
+    def _end_json(self, i: int) -> int:
+        raw = "".join(self._held)
+        piece = _json_call(raw[-self._json_len :], raw, self._names)
+        if piece is None:
+            self._text.append(raw)
+        else:
+            self._emit(piece)
+        self._held = []
+        if self._fenced:
+            self._state = _FENCE_TAIL
+            self._ticks = 0
+            self._tail_visible = piece is None
+        else:
+            self._state = _TEXT
+            self._line_start = False
+        return i
+
+    def _on_fence_tail(self, chunk: str, i: int) -> int:
+        if self._ticks == 0:
+            match = _NON_SPACE.search(chunk, i)
+            j = len(chunk) if match is None else match.start()
+            if j > i:
+                self._held.append(chunk[i:j])
+            if j == len(chunk):
+                return j
+            i = j
+        char = chunk[i]
+        if self._ticks < 3:
+            if char != "`":
+                # Not a closing fence: the blank text after the object is ordinary text.
+                self._release(line_start=self._ticks == 0 and "\n" in "".join(self._held))
+                return i
+            self._ticks += 1
+            self._held.append(char)
+            if self._ticks == 3 and not self._tail_visible:
+                self._held = []
+            return i + 1
+        if char == "\n":
+            if self._tail_visible:
+                self._held.append(char)
+                self._release(line_start=True)
+            else:
+                self._held = []
+                self._state = _TEXT
+                self._line_start = True
+            return i + 1
+        if char.isspace():
+            self._held.append(char)
+            return i + 1
+        self._release(line_start=False)
+        return i
+
+
+def _text_piece(text: str) -> TextPiece:
+    return _char_piece(text) if len(text) == 1 else TextPiece(text)
+
+
+def _tag_calls(spec: TagSpec, body: str, raw: str) -> list[CallPiece | InvalidPiece]:
+    name = spec.name
+    text = body.strip()
+    if text.startswith("{"):
+        try:
+            arguments = load_object(text)
+        except JSONProblem as exc:
+            reason = (
+                f"arguments of <{name}> are not valid JSON: {exc}. "
+                f'Write one JSON object: <{name}>{{"parameter": "value"}}</{name}>.'
+            )
+            return [InvalidPiece(raw, reason, name)]
+        return [CallPiece(name, arguments, raw, "tag")]
+    if spec.param is None:
+        if not text:
+            return [CallPiece(name, {}, raw, "tag")]
+        reason = (
+            f"<{name}> takes its arguments as a JSON object, not as plain text: "
+            f'write <{name}>{{"parameter": "value"}}</{name}>.'
+        )
+        return [InvalidPiece(raw, reason, name)]
+    if spec.split is None:
+        return [CallPiece(name, {spec.param: text}, raw, "tag")]
+    parts = (part.strip() for part in text.split(spec.split))
+    calls: list[CallPiece | InvalidPiece] = [
+        CallPiece(name, {spec.param: part}, raw, "tag") for part in parts if part
+    ]
+    if calls:
+        return calls
+    reason = (
+        f"<{name}> is empty: give one {spec.param} or several separated by {spec.split!r}, "
+        f"e.g. <{name}>first{spec.split}second</{name}>."
+    )
+    return [InvalidPiece(raw, reason, name)]
+
+
+def _hermes_calls(body: str, raw: str) -> list[CallPiece | InvalidPiece]:
+    try:
+        value = loads(body.strip())
+    except JSONProblem as exc:
+        reason = f"the <tool_call> body is not valid JSON: {exc}. Write {_HERMES_FORM}."
+        return [InvalidPiece(raw, reason)]
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        reason = f"the <tool_call> list is empty: write {_HERMES_FORM}."
+        return [InvalidPiece(raw, reason)]
+    return [_hermes_call(item, raw) for item in items]
+
+
+def _hermes_call(item: Any, raw: str) -> CallPiece | InvalidPiece:
+    if not isinstance(item, dict):
+        reason = f"a <tool_call> holds a JSON object, not {kind(item)}: write {_HERMES_FORM}."
+        return InvalidPiece(raw, reason)
+    name = _call_name(item)
+    if name is None:
+        reason = f'the <tool_call> object has no "name" string: write {_HERMES_FORM}.'
+        return InvalidPiece(raw, reason)
+    try:
+        arguments = _call_arguments(item, name)
+    except JSONProblem as exc:
+        return InvalidPiece(raw, str(exc), name)
+    return CallPiece(name, arguments, raw, "hermes")
+
+
+def _hermes_name(body: str) -> str | None:
+    """The name in an unclosed ``<tool_call>`` body, when it is readable."""
+    try:
+        value = loads(body.strip())
+    except JSONProblem:
+        return None
+    return _call_name(value) if isinstance(value, dict) else None
+
+
+def _json_call(text: str, raw: str, names: frozenset[str]) -> CallPiece | InvalidPiece | None:
+    """The call a bare or fenced JSON object makes, or None when it is not call-shaped."""
+    try:
+        value = load_object(text)  # `text` is a balanced {...}, so only a decode error is left
+    except JSONProblem as exc:
+        hint = _NAME_HINT.search(text)
+        if hint is None:
+            return None
+        name = hint.group(1)
+        if name not in names and _ARGUMENTS_HINT.search(text) is None:
+            return None
+        reason = (
+            f'the call of "{name}" is not valid JSON: {exc}. '
+            f'Write {{"name": "{name}", "arguments": {{...}}}}.'
+        )
+        return InvalidPiece(raw, reason, name)
+    name = _call_name(value)
+    if name is None or (name not in names and not any(k in value for k in _ARGUMENT_KEYS)):
+        return None
+    try:
+        arguments = _call_arguments(value, name)
+    except JSONProblem as exc:
+        return InvalidPiece(raw, str(exc), name)
+    return CallPiece(name, arguments, raw, "json")
+
+
+def _call_name(obj: dict[str, Any]) -> str | None:
+    key = next((k for k in _NAME_KEYS if k in obj), None)
+    value = obj.get(key) if key is not None else None
+    return value if isinstance(value, str) and value else None
+
+
+def _call_arguments(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    """The arguments of a call object: an object, or a string holding one (OpenAI style);
+    absent, null or blank means none."""
+    key = next((k for k in _ARGUMENT_KEYS if k in obj), None)
+    value = obj.get(key) if key is not None else None
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            return load_object(value)
+        except JSONProblem as exc:
+            raise JSONProblem(
+                f'the arguments of "{name}" are a string that does not hold a JSON object: {exc}. '
+                "Give the arguments as a JSON object."
+            ) from None
+    raise JSONProblem(
+        f'the arguments of "{name}" must be a JSON object, not {kind(value)}: '
+        f'write {{"name": "{name}", "arguments": {{...}}}}.'
+    )

@@ -1,0 +1,41 @@
+"""What a planner receives and returns. Every planner uses the same executor and events."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from agentrt.catalog import ToolCatalog
+from agentrt.context import RunContext
+from agentrt.events import RunStatus
+from agentrt.execution import Executor
+from agentrt.models.base import Message
+from agentrt.workspace import Workspace
+
+__all__ = ["Planner", "PlannerInput", "PlannerResult"]
+
+
+@dataclass(slots=True)
+class PlannerInput:
+    ctx: RunContext
+    executor: Executor
+    workspace: Workspace
+    tools: ToolCatalog
+    """The tools the model may call in this run."""
+    query: str
+    history: list[Message]
+    """Earlier turns of the session, oldest first."""
+    instructions: str
+    """The strategy's instructions, rendered."""
+    step_budget: int
+
+
+@dataclass(slots=True)
+class PlannerResult:
+    status: RunStatus
+    answer: str | None
+    steps: int
+
+
+Planner = Callable[[PlannerInput], Awaitable[PlannerResult]]
+"""A planner drives the run from the query to an answer, emitting events through `ctx`."""

@@ -1,0 +1,172 @@
+"""The `react` planner: stream a turn, run each tool call the moment it closes, repeat.
+
+Tool calls start while the model is still writing (interruption-free, incremental dispatch):
+the parser hands over a call as soon as its closing tag or brace arrives, and the executor
+starts it in the turn's task group. When the stream ends, the turn waits for its calls, and
+their observations, in call order, become the next turn's input.
+
+A run ends on a call to a tool that ends the run (`finish`), on a turn with text and no tool
+calls (that text is the answer), or when the step budget is spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from agentrt.events import NativeToolCall, TextDeltaEvent, TurnStartedEvent, Usage
+from agentrt.execution import Batch, ToolOutcome
+from agentrt.models.base import (
+    Message,
+    ModelRequest,
+    TextChunk,
+    ToolCallChunk,
+    ToolDefinition,
+    UsageChunk,
+)
+from agentrt.parsing import (
+    CallPiece,
+    InvalidPiece,
+    NativeToolCallAssembler,
+    ParsedPiece,
+    TagSpec,
+    TextPiece,
+    ToolCallParser,
+)
+from agentrt.planning.base import PlannerInput, PlannerResult
+
+__all__ = ["run_react"]
+
+EMPTY_TURN_NUDGE = (
+    "Your last reply was empty. Answer the question in plain text, or call one of the tools."
+)
+
+
+async def run_react(task: PlannerInput) -> PlannerResult:
+    tools = list(task.tools.values())
+    tags = [TagSpec(t.name, t.text_param, t.split) for t in tools]
+    definitions = [t.definition for t in tools]
+    system = task.workspace.render("react.j2", instructions=task.instructions, tools=definitions)
+    messages = [
+        Message(role="system", content=system),
+        *task.history,
+        Message(role="user", content=task.query),
+    ]
+    for step in range(1, task.step_budget + 1):
+        turn = await _turn(task, messages, step, tags, definitions)
+        messages.append(
+            Message(role="assistant", content=turn.raw_text, tool_calls=tuple(turn.native_calls))
+        )
+        for o in turn.outcomes:
+            messages.append(
+                Message(role="tool", content=o.observation, tool_call_id=o.call_id, name=o.name)
+            )
+        ended = next((o for o in turn.outcomes if o.ends_run), None)
+        if ended is not None:
+            return PlannerResult("ok", str(ended.output), step)
+        if not turn.outcomes:
+            answer = turn.visible_text.strip()
+            if answer:
+                return PlannerResult("ok", answer, step)
+            messages.append(Message(role="user", content=EMPTY_TURN_NUDGE))
+    return PlannerResult("budget_exhausted", None, task.step_budget)
+
+
+@dataclass(slots=True)
+class _Turn:
+    raw_text: str = ""
+    visible_text: str = ""
+    native_calls: list[NativeToolCall] = field(default_factory=list)
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+
+
+async def _turn(
+    task: PlannerInput,
+    messages: list[Message],
+    step: int,
+    tags: list[TagSpec],
+    definitions: list[ToolDefinition],
+) -> _Turn:
+    ctx = task.ctx
+    ctx.flush()
+    ctx.steps = step
+    ctx.emit(TurnStartedEvent, step=step)
+    parser = ToolCallParser(tags)
+    assembler = NativeToolCallAssembler()
+    raw: list[str] = []
+    visible: list[str] = []
+    native: list[ToolCallChunk] = []
+    usage = Usage()
+    native_calls: list[NativeToolCall] = []
+    failure: Exception | None = None
+    request = ModelRequest(messages=messages, tools=definitions)
+    started = time.perf_counter()
+
+    async with asyncio.TaskGroup() as tg:
+        batch = Batch(task.executor, tg)
+
+        def dispatch(pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> None:
+            for piece in pieces:
+                if isinstance(piece, TextPiece):
+                    visible.append(piece.text)
+                    ctx.emit(TextDeltaEvent, step=step, text=piece.text)
+                    continue
+                call_id = (
+                    piece.id
+                    if isinstance(piece, CallPiece) and piece.id
+                    else f"call_{step}_{len(batch.outcomes) + 1}"
+                )
+                batch.add(task.executor.admit(piece, step=step, call_id=call_id))
+
+        try:
+            async for chunk in ctx.model.stream(request):
+                if isinstance(chunk, TextChunk):
+                    raw.append(chunk.text)
+                    dispatch(parser.feed(chunk.text))
+                elif isinstance(chunk, ToolCallChunk):
+                    native.append(chunk)
+                    dispatch(assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments))
+                elif isinstance(chunk, UsageChunk):
+                    usage = chunk.usage
+            dispatch(parser.close())
+            dispatch(assembler.close())
+        except Exception as exc:
+            # Calls already running belong to an answer that will not be finished: stop them.
+            failure = exc
+            batch.cancel()
+        else:
+            native_calls = _fold(native)
+            ctx.record_model_response(
+                step=step,
+                purpose="turn",
+                text="".join(raw),
+                tool_calls=native_calls,
+                usage=usage,
+                duration=time.perf_counter() - started,
+            )
+    if failure is not None:
+        raise failure
+    return _Turn(
+        raw_text="".join(raw),
+        visible_text="".join(visible),
+        native_calls=native_calls,
+        outcomes=[o for o in batch.outcomes if o is not None],
+    )
+
+
+def _fold(chunks: list[ToolCallChunk]) -> list[NativeToolCall]:
+    """Whole native calls from their pieces, as the server sent them (for history and replay)."""
+    calls: dict[int, NativeToolCall] = {}
+    for c in chunks:
+        prev = calls.get(c.index)
+        if prev is None:
+            calls[c.index] = NativeToolCall(id=c.id, name=c.name or "", arguments=c.arguments or "")
+        else:
+            # Some servers repeat id and name in every piece: keep the first, never concatenate.
+            calls[c.index] = NativeToolCall(
+                id=prev.id or c.id,
+                name=prev.name or c.name or "",
+                arguments=prev.arguments + (c.arguments or ""),
+            )
+    return [calls[i] for i in sorted(calls)]

@@ -1,0 +1,24 @@
+"""Settings of an agent, with the defaults a production backend can start from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["AgentSettings"]
+
+
+class AgentSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_timeout: float = Field(30.0, gt=0)
+    """Seconds a tool call may take before it is abandoned (a tool's own `timeout` wins)."""
+    max_concurrency: int = Field(8, ge=1)
+    """Tool calls of one run that may execute at once; the rest wait their turn."""
+    max_observation_chars: int = Field(8000, ge=100)
+    """A tool result longer than this is cut before the model sees it (events keep it whole)."""
+    trajectory_dir: Path | None = Path("trajectories")
+    """Where runs are recorded, as `<dir>/<yyyy-mm-dd>/<run_id>.jsonl`; None records nothing."""
+    default_strategy: str = "exploratory"
+    """The strategy used when classification fails."""

@@ -1,0 +1,62 @@
+"""Strategies: what to do for each kind of query, kept as YAML data in `strategies/`.
+
+A strategy file is named for the query type it serves (`strategies/aggregate.yaml` serves
+`aggregate`) and gives the planner, the step budget, the tools the model may call and the
+prompt file with its instructions. The classifier chooses among the strategies it finds, so a
+new file is a new query type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentrt.exceptions import WorkspaceError
+
+__all__ = ["Strategy", "load_strategies"]
+
+
+class Strategy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """The query type this strategy serves: the file's name without `.yaml`."""
+    description: str = Field(min_length=1)
+    """When to choose it; the classifier reads this."""
+    planner: Literal["react"] = "react"
+    """How the run proceeds; the planners are in `agentrt.planning`."""
+    step_budget: int = Field(gt=0, le=100)
+    """Most model turns a run may take."""
+    tools: list[str] | Literal["all"] = "all"
+    """Names of the tools the model may call; `all` offers every tool of the workspace."""
+    instructions: str
+    """The prompt file (in `prompts/`) with this strategy's instructions."""
+
+
+def load_strategies(folder: Path) -> dict[str, Strategy]:
+    """Load every `*.yaml` in `folder`; a bad file raises `WorkspaceError` naming file and field."""
+    strategies: dict[str, Strategy] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            msg = f"{path}: not valid YAML: {exc}"
+            raise WorkspaceError(msg) from exc
+        if not isinstance(data, dict):
+            msg = f"{path}: expected a mapping of fields, got {type(data).__name__}"
+            raise WorkspaceError(msg)
+        if "name" in data and data["name"] != path.stem:
+            msg = f"{path}: field 'name': {data['name']!r} differs from the file name {path.stem!r}"
+            raise WorkspaceError(msg)
+        try:
+            strategies[path.stem] = Strategy.model_validate({**data, "name": path.stem})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()
+            )
+            msg = f"{path}: {problems}"
+            raise WorkspaceError(msg) from None
+    return strategies

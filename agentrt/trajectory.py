@@ -1,0 +1,200 @@
+"""Trajectories: a run's event stream as JSONL, headed by what is needed to reproduce it.
+
+    line 1     TrajectoryHeader   (type "header": model, strategy, tool schema hashes, version…)
+    line 2…    one Event per line, in `seq` order, the last one `run_finished`
+
+The Markdown rendering is derived from the file, never written separately.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from agentrt._version import __version__
+from agentrt.events import (
+    ClassifiedEvent,
+    Event,
+    EventBase,
+    RunFinishedEvent,
+    StrategySelectedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
+    ToolFinishedEvent,
+    TurnStartedEvent,
+    event_adapter,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Trajectory",
+    "TrajectoryHeader",
+    "TrajectoryWriter",
+    "trajectory_path",
+]
+
+FORMAT_VERSION = 1
+
+log = structlog.get_logger("agentrt.trajectory")
+
+
+class TrajectoryHeader(BaseModel):
+    type: Literal["header"] = "header"
+    format_version: int = FORMAT_VERSION
+    agentrt_version: str = __version__
+    run_id: str
+    created: datetime
+    query: str
+    session_id: str | None = None
+    model: str
+    workspace: str
+    """The workspace folder the run used."""
+    workspace_fingerprint: str
+    """Hash of the workspace's strategies and tool schemas at the time of the run."""
+    strategy: str | None = None
+    """The strategy chosen; None when the run ended before choosing."""
+    tools: dict[str, str] = {}
+    """The tools offered to the model: name → schema hash."""
+    settings: dict[str, Any] = {}
+
+
+class Trajectory(BaseModel):
+    """A recorded run."""
+
+    header: TrajectoryHeader
+    events: list[Event]
+
+    @classmethod
+    def read(cls, path: str | Path) -> Trajectory:
+        """Load a trajectory file; a bad line raises `ValueError` naming the file and line."""
+        path = Path(path)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if not lines:
+            msg = f"{path}: empty file, not a trajectory"
+            raise ValueError(msg)
+        try:
+            header = TrajectoryHeader.model_validate_json(lines[0])
+        except ValidationError as exc:
+            msg = f"{path}:1: not a trajectory header: {exc.errors()[0]['msg']}"
+            raise ValueError(msg) from None
+        events: list[Event] = []
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                events.append(event_adapter.validate_json(line))
+            except ValidationError as exc:
+                msg = f"{path}:{number}: not an event: {exc.errors()[0]['msg']}"
+                raise ValueError(msg) from None
+        return cls(header=header, events=events)
+
+    @property
+    def finished(self) -> RunFinishedEvent | None:
+        last = self.events[-1] if self.events else None
+        return last if isinstance(last, RunFinishedEvent) else None
+
+    def to_markdown(self) -> str:
+        """A readable account of the run: steps, visible text, tool calls, answer."""
+        h = self.header
+        out = [f"# Run {h.run_id}", "", f"**Query:** {h.query}", ""]
+        end = self.finished
+        status = (
+            f"{end.status} | {end.steps} | {end.usage.total_tokens} | {end.timings.total:.2f}"
+            if end
+            else "unfinished | - | - | -"
+        )
+        out += [
+            "| model | strategy | status | steps | tokens | seconds |",
+            "|---|---|---|---|---|---|",
+            f"| {h.model} | {h.strategy or '-'} | {status} |",
+            "",
+        ]
+        text: list[str] = []
+
+        def flush_text() -> None:
+            if "".join(text).strip():
+                out.extend(["", "".join(text).strip(), ""])
+            text.clear()
+
+        for e in self.events:
+            if isinstance(e, TextDeltaEvent):
+                text.append(e.text)
+                continue
+            flush_text()
+            if isinstance(e, ClassifiedEvent):
+                note = f" ({e.method}: {e.reason})" if e.reason else f" ({e.method})"
+                out.append(f"Classified as **{e.query_type}**{note}.")
+            elif isinstance(e, StrategySelectedEvent):
+                out.append(
+                    f"Strategy **{e.strategy}**: planner `{e.planner}`, budget {e.step_budget}."
+                )
+            elif isinstance(e, TurnStartedEvent):
+                out += ["", f"## Step {e.step}", ""]
+            elif isinstance(e, ToolCallEvent):
+                out.append(f"- call `{e.call_id}` **{e.name}** `{_compact(e.arguments)}`")
+            elif isinstance(e, ToolCallInvalidEvent):
+                out.append(f"- invalid call `{e.call_id}`: {e.reason}")
+            elif isinstance(e, ToolFinishedEvent):
+                result = e.error if e.status != "ok" else _compact(e.output)
+                cached = ", from cache" if e.cached else ""
+                out.append(f"  - `{e.call_id}` {e.status} in {e.duration:.3f} s{cached}: {result}")
+        flush_text()
+        if end is not None:
+            out += ["", "## Answer", "", end.answer or f"(none: {end.error or end.status})"]
+            calls = Counter(e.name for e in self.events if isinstance(e, ToolCallEvent))
+            if calls:
+                out += ["", "Tool calls: " + ", ".join(f"{n} × {c}" for n, c in calls.items())]
+        return "\n".join(out) + "\n"
+
+
+def _compact(value: object, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more chars)"
+
+
+class TrajectoryWriter:
+    """Buffers a run's events and appends them to its file at turn boundaries and at the end.
+
+    The file is opened only to append, so a thousand concurrent runs hold no file handles.
+    A failure to write is logged once and recording stops; the run itself goes on.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lines: list[str] = []
+        self._header_written = False
+        self._broken = False
+
+    def add(self, event: EventBase) -> None:
+        self._lines.append(event.model_dump_json())
+
+    def flush(self, header: TrajectoryHeader) -> None:
+        """Append the buffered events, after `header` if the file is new."""
+        if self._broken:
+            return
+        if self._header_written and not self._lines:
+            return
+        chunk = self._lines
+        if not self._header_written:
+            chunk = [header.model_dump_json(), *chunk]
+        try:
+            if not self._header_written:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write("\n".join(chunk) + "\n")
+        except OSError as exc:
+            self._broken = True
+            log.warning("trajectory not written", path=str(self.path), error=str(exc))
+            return
+        self._header_written = True
+        self._lines = []
+
+
+def trajectory_path(directory: Path, run_id: str) -> Path:
+    """`<directory>/<yyyy-mm-dd>/<run_id>.jsonl`, dated in UTC."""
+    return directory / datetime.now(UTC).strftime("%Y-%m-%d") / f"{run_id}.jsonl"

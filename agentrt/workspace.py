@@ -1,0 +1,105 @@
+"""A workspace: the data an agent runs on — strategies, tool packs, prompts.
+
+    my-workspace/
+        strategies/*.yaml    one file per query type (see `agentrt.strategy`)
+        tools/*.py           tool packs (see `agentrt.catalog`)
+        prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
+
+The default workspace is the one this repository ships (inside the wheel once installed). A
+user's workspace may leave out `prompts/` entries: the default's are used for any it lacks.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from agentrt.catalog import ToolCatalog, load_tool_packs
+from agentrt.exceptions import WorkspaceError
+from agentrt.strategy import Strategy, load_strategies
+
+__all__ = ["Workspace", "default_workspace_path"]
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def default_workspace_path() -> Path:
+    """Where the default workspace is: inside the installed package, or the repository root."""
+    installed = _PACKAGE / "_workspace"
+    return installed if installed.is_dir() else _PACKAGE.parent
+
+
+class Workspace:
+    """Loads and checks a workspace folder. Errors name the file and the field at fault."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root).resolve() if root is not None else default_workspace_path()
+        if not self.root.is_dir():
+            msg = f"workspace {self.root} is not a folder"
+            raise WorkspaceError(msg)
+        strategies_dir = self.root / "strategies"
+        if not strategies_dir.is_dir():
+            msg = f"workspace {self.root} has no strategies/ folder"
+            raise WorkspaceError(msg)
+        self.strategies: dict[str, Strategy] = load_strategies(strategies_dir)
+        if not self.strategies:
+            msg = f"{strategies_dir}: no strategy files (*.yaml)"
+            raise WorkspaceError(msg)
+        tools_dir = self.root / "tools"
+        self.tools = ToolCatalog(load_tool_packs(tools_dir) if tools_dir.is_dir() else ())
+        prompt_dirs = [self.root / "prompts", default_workspace_path() / "prompts"]
+        self.prompts = jinja2.Environment(
+            loader=jinja2.FileSystemLoader([str(d) for d in prompt_dirs if d.is_dir()]),
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=True,
+            autoescape=False,  # prompts are plain text for a model, not HTML
+        )
+        # jinja2's own `tojson` escapes <, > and & for HTML; a model should see plain JSON.
+        self.prompts.filters["json"] = functools.partial(json.dumps, ensure_ascii=False)
+        self._check_strategies()
+
+    def _check_strategies(self) -> None:
+        for s in self.strategies.values():
+            path = self.root / "strategies" / f"{s.name}.yaml"
+            if s.tools != "all":
+                missing = [t for t in s.tools if t not in self.tools]
+                if missing:
+                    msg = (
+                        f"{path}: field 'tools': no tool named {', '.join(map(repr, missing))} "
+                        f"in the workspace (it has: {', '.join(self.tools)})"
+                    )
+                    raise WorkspaceError(msg)
+            try:
+                self.prompts.get_template(s.instructions)
+            except jinja2.TemplateNotFound:
+                msg = f"{path}: field 'instructions': no prompt file {s.instructions!r} in prompts/"
+                raise WorkspaceError(msg) from None
+            except jinja2.TemplateSyntaxError as exc:
+                msg = f"{path}: field 'instructions': {s.instructions}:{exc.lineno}: {exc.message}"
+                raise WorkspaceError(msg) from None
+
+    def render(self, template: str, **variables: Any) -> str:
+        """Render a prompt template; a missing variable is an error, not an empty string."""
+        return self.prompts.get_template(template).render(**variables)
+
+    def tools_for(self, strategy: Strategy) -> ToolCatalog:
+        """The tools a strategy allows, plus the engine's own (`finish`)."""
+        if strategy.tools == "all":
+            return self.tools
+        return ToolCatalog(self.tools[name] for name in strategy.tools)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hash of the strategy files and tool schemas, recorded in every trajectory."""
+        h = hashlib.sha256()
+        for s in self.strategies.values():
+            h.update(s.model_dump_json().encode())
+        for t in self.tools.values():
+            h.update(t.schema_hash.encode())
+        return h.hexdigest()[:16]

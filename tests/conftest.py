@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
+from agentrt.models.scripted import ScriptItem
+
+TEST_WORKSPACE = Path(__file__).parent / "workspace"
+
+
+@pytest.fixture(scope="session")
+def workspace() -> Workspace:
+    return Workspace(TEST_WORKSPACE)
+
+
+@pytest.fixture
+def seen(workspace: Workspace) -> Any:
+    """The record the test tools keep of what happened to them, reset."""
+    module = sys.modules[workspace.tools["echo"].fn.__module__]
+    module.seen.__init__()
+    return module.seen
+
+
+MakeAgent = Callable[..., Agent]
+
+
+@pytest.fixture
+def make_agent(workspace: Workspace, tmp_path: Path) -> MakeAgent:
+    """An agent over the test workspace playing the given turns; trajectories in tmp_path."""
+
+    def make(turns: Sequence[ScriptItem], *, token_delay: float = 0.0, **settings: Any) -> Agent:
+        settings.setdefault("trajectory_dir", tmp_path / "trajectories")
+        return Agent(
+            workspace,
+            model=ScriptedModel(turns, token_delay=token_delay),
+            settings=AgentSettings(**settings),
+        )
+
+    return make

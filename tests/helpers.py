@@ -1,0 +1,43 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from agentrt import Event, RunFinishedEvent
+
+
+def call(name: str, **arguments: Any) -> str:
+    """A Hermes-style tool call block, as a model writes it."""
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+def finish(answer: str) -> str:
+    return call("finish", answer=answer)
+
+
+def classified(query_type: str) -> str:
+    """A classifier's answer."""
+    return json.dumps({"query_type": query_type, "language": "eng", "suggested_contexts": []})
+
+
+def types(events: list[Event]) -> list[str]:
+    return [e.type for e in events]
+
+
+def last(events: list[Event]) -> RunFinishedEvent:
+    end = events[-1]
+    assert isinstance(end, RunFinishedEvent)
+    return end
+
+
+def check_stream(events: list[Event]) -> None:
+    """The invariants of every event stream: one run id, seq gap-free from 0, t monotonic,
+    exactly one run_finished and it is last."""
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert len({e.run_id for e in events}) == 1
+    assert all(a.t <= b.t for a, b in itertools.pairwise(events))
+    assert [e.type for e in events].count("run_finished") == 1
+    assert events[-1].type == "run_finished"

@@ -1,0 +1,204 @@
+"""The executor: concurrency, timeouts, failures, validation, the duplicate guard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import MakeAgent
+from helpers import call, check_stream, last
+
+from agentrt import (
+    Event,
+    GuardEvent,
+    ModelRequest,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+)
+
+
+def observations(request: ModelRequest) -> list[tuple[str | None, str]]:
+    """The tool results a model call was sent, in order, for the latest turn."""
+    out: list[tuple[str | None, str]] = []
+    for m in reversed(request.messages):
+        if m.role != "tool":
+            break
+        out.append((m.tool_call_id, m.content))
+    return out[::-1]
+
+
+async def run(agent: Any, query: str = "Go") -> list[Event]:
+    events = [e async for e in agent.run(query, strategy="exploratory")]
+    check_stream(events)
+    return events
+
+
+def of(events: list[Event], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+class TestConcurrency:
+    async def test_calls_of_a_turn_overlap(self, make_agent: MakeAgent, seen: Any) -> None:
+        """Four calls in one turn are all running before any finishes."""
+        turn = "".join(call("nap", seconds=0.05, label=f"n{i}") for i in range(4))
+        events = await run(make_agent([turn, "done"]))
+        started = [e.seq for e in of(events, ToolStartedEvent)]
+        finished = [e.seq for e in of(events, ToolFinishedEvent)]
+        assert len(started) == 4
+        assert max(started) < min(finished)
+        assert seen.max_in_flight == 4
+
+    async def test_concurrency_cap(self, make_agent: MakeAgent, seen: Any) -> None:
+        """No more calls of a run execute at once than max_concurrency allows."""
+        turn = "".join(call("nap", seconds=0.02, label=f"n{i}") for i in range(6))
+        events = await run(make_agent([turn, "done"], max_concurrency=2))
+        assert seen.max_in_flight == 2
+        assert [e.status for e in of(events, ToolFinishedEvent)] == ["ok"] * 6
+
+    async def test_results_in_call_order(self, make_agent: MakeAgent) -> None:
+        """Observations come back in the order of the calls, not of their completion."""
+        turn = (
+            call("nap", seconds=0.06, label="slow")
+            + call("nap", seconds=0.0, label="fast")
+            + call("add", a=1, b=2)
+        )
+        agent = make_agent([turn, "done"])
+        events = await run(agent)
+        finished = [e.call_id for e in of(events, ToolFinishedEvent)]
+        assert finished[0] != "call_1_1"  # the slow one finished last …
+        assert [cid for cid, _ in observations(agent.model.requests[1])] == [
+            "call_1_1",
+            "call_1_2",
+            "call_1_3",
+        ]  # … yet its result comes first
+        assert observations(agent.model.requests[1])[2] == ("call_1_3", "3")
+
+    async def test_sync_tools_run_in_a_worker_thread(
+        self, make_agent: MakeAgent, seen: Any
+    ) -> None:
+        """A sync tool does not block the event loop: it runs in a worker thread."""
+        await run(make_agent([call("echo", text="hi"), "done"]))
+        assert seen.threads
+        assert seen.threads[0] != "MainThread"
+
+
+class TestFailures:
+    async def test_a_tool_that_hangs_times_out(self, make_agent: MakeAgent) -> None:
+        """A tool past its timeout ends as `timeout`; the model is told, the run goes on."""
+        agent = make_agent([call("hang"), "gave up"])
+        events = await run(agent)
+        (done,) = of(events, ToolFinishedEvent)
+        assert (done.status, done.error) == ("timeout", "hang did not finish within 0.2 s")
+        assert observations(agent.model.requests[1]) == [
+            ("call_1_1", "Error: hang did not finish within 0.2 s")
+        ]
+        assert last(events).status == "ok"
+
+    async def test_a_blocked_sync_tool_times_out(self, make_agent: MakeAgent) -> None:
+        """A sync tool stuck in its thread is abandoned at its timeout; the run goes on."""
+        events = await run(make_agent([call("stuck", seconds=1.0), "gave up"]))
+        (done,) = of(events, ToolFinishedEvent)
+        assert (done.status, done.error) == ("timeout", "stuck did not finish within 0.1 s")
+        assert last(events).answer == "gave up"
+
+    async def test_tool_error_goes_to_the_model(self, make_agent: MakeAgent) -> None:
+        """A ToolError's message reaches the model verbatim."""
+        agent = make_agent([call("fail", message="the index is offline"), "sorry"])
+        events = await run(agent)
+        (done,) = of(events, ToolFinishedEvent)
+        assert (done.status, done.error) == ("error", "the index is offline")
+        assert observations(agent.model.requests[1]) == [
+            ("call_1_1", "Error: the index is offline")
+        ]
+
+    async def test_unexpected_exception_is_contained(self, make_agent: MakeAgent) -> None:
+        """Any other exception names its type; it never crashes the run."""
+        agent = make_agent([call("crash") + call("add", a=1, b=1), "ok"])
+        events = await run(agent)
+        statuses = sorted((e.name, e.status, e.error) for e in of(events, ToolFinishedEvent))
+        assert statuses == [
+            ("add", "ok", None),
+            ("crash", "error", "ZeroDivisionError: division by zero"),
+        ]
+        assert last(events).status == "ok"
+
+
+class TestAdmission:
+    async def test_unknown_tool(self, make_agent: MakeAgent) -> None:
+        """A call to a tool that does not exist is refused, naming the tools that do."""
+        agent = make_agent(
+            [call("teleport", to="Mars"), "ok"],
+        )
+        events = await run(agent)
+        (invalid,) = of(events, ToolCallInvalidEvent)
+        assert invalid.name == "teleport"
+        assert invalid.reason.startswith("There is no tool named 'teleport' here. ")
+        assert "add, " in invalid.reason
+        assert not of(events, ToolCallEvent)
+        assert observations(agent.model.requests[1]) == [("call_1_1", "Error: " + invalid.reason)]
+
+    async def test_tool_outside_the_strategy(self, make_agent: MakeAgent) -> None:
+        """A strategy's tool list is enforced: other tools are refused."""
+        agent = make_agent([call("add", a=1, b=2), "ok"])
+        events = [e async for e in agent.run("Go", strategy="direct")]
+        (invalid,) = of(events, ToolCallInvalidEvent)
+        assert invalid.reason == (
+            "There is no tool named 'add' here. The tools you may call are: finish, echo."
+        )
+
+    async def test_invalid_arguments(self, make_agent: MakeAgent) -> None:
+        """Arguments that fail the tool's schema are refused with each problem and the schema."""
+        agent = make_agent([call("add", a="two", c=3), "ok"])
+        events = await run(agent)
+        (invalid,) = of(events, ToolCallInvalidEvent)
+        assert invalid.reason.startswith(
+            "Invalid arguments for add: a: Input should be a valid integer, unable to parse "
+            "string as an integer; b: Field required; c: Extra inputs are not permitted. "
+            "Call it again with arguments matching: "
+        )
+        assert (
+            '"b": {"description": "The second.", "title": "B", "type": "integer"}' in invalid.reason
+        )
+
+    async def test_malformed_call(self, make_agent: MakeAgent) -> None:
+        """A call whose JSON is broken is refused with the parser's explanation."""
+        agent = make_agent(['<tool_call>{"name": "add", "arguments": {"a": 1,}}</tool_call>', "ok"])
+        events = await run(agent)
+        (invalid,) = of(events, ToolCallInvalidEvent)
+        assert "not valid JSON" in invalid.reason
+        assert invalid.raw.startswith("<tool_call>")
+
+
+class TestDuplicateGuard:
+    async def test_repeat_in_a_later_turn(self, make_agent: MakeAgent) -> None:
+        """An identical call later in the run is answered from the cache, with a guard event."""
+        agent = make_agent([call("add", a=2, b=2), call("add", b=2, a=2), "4"])
+        events = await run(agent)
+        (guard,) = of(events, GuardEvent)
+        assert (guard.call_id, guard.original_call_id, guard.kind) == (
+            "call_2_1",
+            "call_1_1",
+            "duplicate",
+        )
+        first, second = of(events, ToolFinishedEvent)
+        assert (first.cached, second.cached, second.output) == (False, True, 4)
+        assert len(of(events, ToolStartedEvent)) == 1
+        (obs,) = observations(agent.model.requests[2])
+        assert obs[1].startswith("(You already made this exact call as call_1_1;")
+        assert obs[1].endswith("\n4")
+
+    async def test_repeat_in_the_same_turn_runs_once(
+        self, make_agent: MakeAgent, seen: Any
+    ) -> None:
+        """Two identical calls in flight together execute once."""
+        turn = call("nap", seconds=0.02, label="x") * 2
+        events = await run(make_agent([turn, "ok"]))
+        assert len(of(events, ToolStartedEvent)) == 1
+        assert [e.cached for e in of(events, ToolFinishedEvent)] == [False, True]
+
+    async def test_uncached_tools_run_every_time(self, make_agent: MakeAgent) -> None:
+        """A tool declared cache=False is never answered from the cache."""
+        events = await run(make_agent([call("counter"), call("counter"), "ok"]))
+        assert [e.output for e in of(events, ToolFinishedEvent)] == [1, 2]
+        assert not of(events, GuardEvent)

@@ -1,0 +1,108 @@
+"""The react planner: calls start while the model still streams; every call format works."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import MakeAgent
+from helpers import call, check_stream, last
+
+from agentrt import (
+    Event,
+    ModelResponseEvent,
+    NativeToolCall,
+    ScriptedTurn,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+)
+
+
+async def run(agent: Any) -> list[Event]:
+    events = [e async for e in agent.run("Go", strategy="exploratory")]
+    check_stream(events)
+    return events
+
+
+def of(events: list[Event], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+class TestIncrementalDispatch:
+    async def test_tool_starts_before_the_turn_ends(self, make_agent: MakeAgent) -> None:
+        """A call closed early in a slowly streamed turn starts, and even finishes, while the
+        model is still writing the rest of the turn."""
+        tail = " ".join(["more words after the call"] * 6)
+        agent = make_agent([call("add", a=1, b=2) + " " + tail, "3"], token_delay=0.01)
+        events = await run(agent)
+        started = of(events, ToolStartedEvent)[0]
+        finished = of(events, ToolFinishedEvent)[0]
+        turn_end = of(events, ModelResponseEvent)[0]
+        later_text = [e for e in of(events, TextDeltaEvent) if e.step == 1][-1]
+        assert started.seq < finished.seq < later_text.seq < turn_end.seq
+        assert started.t < turn_end.t
+
+    async def test_visible_text_excludes_calls(self, make_agent: MakeAgent) -> None:
+        """Text deltas carry what the user should read, never the call markup."""
+        agent = make_agent(["Let me add. " + call("add", a=1, b=2) + " Done.", "3"])
+        events = await run(agent)
+        text = "".join(e.text for e in of(events, TextDeltaEvent) if e.step == 1)
+        assert text == "Let me add.  Done."
+        # The model's own record keeps the raw text, markup included (replay needs it).
+        assert "<tool_call>" in of(events, ModelResponseEvent)[0].text
+
+
+class TestFormats:
+    async def test_tag_with_split(self, make_agent: MakeAgent) -> None:
+        """`<search>a|b</search>` becomes two parallel calls of a tool that declares split."""
+        agent = make_agent(["<search>capital of France|capital of Germany</search>", "ok"])
+        events = await run(agent)
+        calls = [(e.name, e.arguments, e.format) for e in of(events, ToolCallEvent)]
+        assert calls == [
+            ("search", {"query": "capital of France"}, "tag"),
+            ("search", {"query": "capital of Germany"}, "tag"),
+        ]
+        assert [e.output for e in of(events, ToolFinishedEvent)] == [
+            "results for capital of France",
+            "results for capital of Germany",
+        ]
+
+    async def test_bare_and_fenced_json(self, make_agent: MakeAgent) -> None:
+        """Small models write bare JSON, sometimes fenced: both are calls."""
+        turn = (
+            '{"name": "add", "arguments": {"a": 1, "b": 1}}\n'
+            '```json\n{"tool": "add", "args": {"a": 2, "b": 2}}\n```\n'
+        )
+        events = await run(make_agent([turn, "ok"]))
+        calls = [(e.arguments, e.format) for e in of(events, ToolCallEvent)]
+        assert calls == [({"a": 1, "b": 1}, "json"), ({"a": 2, "b": 2}, "json")]
+        assert "".join(e.text for e in of(events, TextDeltaEvent) if e.step == 1).strip() == ""
+
+    async def test_native_tool_calls(self, make_agent: MakeAgent) -> None:
+        """OpenAI-native tool calls run, keep the server's ids, and are answered by id."""
+        turn = ScriptedTurn(
+            tool_calls=[
+                NativeToolCall(id="call_abc", name="add", arguments='{"a": 20, "b": 22}'),
+                NativeToolCall(id="call_def", name="echo", arguments='{"text": "hi"}'),
+            ]
+        )
+        agent = make_agent([turn, "42"])
+        events = await run(agent)
+        calls = [(e.call_id, e.name, e.format) for e in of(events, ToolCallEvent)]
+        assert calls == [("call_abc", "add", "native"), ("call_def", "echo", "native")]
+        second = agent.model.requests[1]
+        assistant = second.messages[-3]
+        assert [c.id for c in assistant.tool_calls] == ["call_abc", "call_def"]
+        assert [(m.tool_call_id, m.content) for m in second.messages[-2:]] == [
+            ("call_abc", "42"),
+            ("call_def", "hi"),
+        ]
+        assert last(events).answer == "42"
+
+    async def test_empty_reply_is_nudged(self, make_agent: MakeAgent) -> None:
+        """An empty turn is not taken as an answer: the model is asked again."""
+        agent = make_agent(["", "Here it is."])
+        events = await run(agent)
+        assert (last(events).answer, last(events).steps) == ("Here it is.", 2)
+        assert agent.model.requests[1].messages[-1].content.startswith("Your last reply was empty.")

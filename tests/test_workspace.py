@@ -1,0 +1,108 @@
+"""Workspaces: strategies are data, checked at load with errors naming file and field."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import TEST_WORKSPACE
+
+from agentrt import Workspace, WorkspaceError
+from agentrt.workspace import default_workspace_path
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A writable copy of the test workspace."""
+    return Path(shutil.copytree(TEST_WORKSPACE, tmp_path / "ws"))
+
+
+def write(ws: Path, name: str, text: str) -> Path:
+    path = ws / "strategies" / name
+    path.write_text(text)
+    return path
+
+
+def test_default_workspace_loads() -> None:
+    """The shipped workspace loads and every strategy's prompt renders."""
+    w = Workspace()
+    assert w.root == default_workspace_path()
+    assert {"exploratory", "direct"} <= set(w.strategies)
+    assert {"calculate", "days_between", "current_time", "finish"} <= set(w.tools)
+    for s in w.strategies.values():
+        assert w.render(s.instructions, query="q", tools=[])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "description: x\nstep_budget: 0\ninstructions: testing.j2\n",
+            "field 'step_budget': Input should be greater than 0",
+        ),
+        ("description: x\ninstructions: testing.j2\n", "field 'step_budget': Field required"),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nbudget: 3\n",
+            "field 'budget': Extra inputs are not permitted",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nplanner: magic\n",
+            "field 'planner': Input should be 'react'",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: nowhere.j2\n",
+            "field 'instructions': no prompt file 'nowhere.j2' in prompts/",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\ntools: [echo, warp]\n",
+            "field 'tools': no tool named 'warp' in the workspace",
+        ),
+        ("description: x\nstep_budget: [1\n", "not valid YAML"),
+        ("- just\n- a list\n", "expected a mapping of fields, got list"),
+    ],
+    ids=[
+        "budget-zero",
+        "budget-missing",
+        "unknown-field",
+        "planner",
+        "prompt",
+        "tool",
+        "yaml",
+        "shape",
+    ],
+)
+def test_bad_strategy_file(ws: Path, text: str, message: str) -> None:
+    """A bad strategy file fails the load, naming the file and the field."""
+    path = write(ws, "broken.yaml", text)
+    with pytest.raises(WorkspaceError) as info:
+        Workspace(ws)
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+
+
+def test_broken_tool_pack(ws: Path) -> None:
+    """A tool pack that fails to import is named, with the error."""
+    pack = ws / "tools" / "broken.py"
+    pack.write_text("import not_a_module_anywhere\n")
+    with pytest.raises(
+        WorkspaceError, match=r"broken\.py: tool pack failed to import: ModuleNotFoundError"
+    ):
+        Workspace(ws)
+
+
+def test_duplicate_tool_names(ws: Path) -> None:
+    """Two packs defining the same tool name is an error naming both files."""
+    (ws / "tools" / "again.py").write_text(
+        "from agentrt import tool\n\n"
+        "@tool\ndef echo(text: str) -> str:\n    '''Echo.'''\n    return text\n"
+    )
+    with pytest.raises(
+        WorkspaceError, match=r"tool 'echo' is defined in both .*again\.py and .*testing\.py"
+    ):
+        Workspace(ws)
+
+
+def test_missing_strategies(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="has no strategies/ folder"):
+        Workspace(tmp_path)

@@ -1,0 +1,118 @@
+"""Tools whose behaviour tests can steer: echo, sleep, fail, hang, and a split search."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import anyio
+
+from agentrt import ToolError, tool
+
+
+@dataclass
+class Seen:
+    """What the tools saw, for tests to assert on (the `seen` fixture resets it)."""
+
+    threads: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    in_flight: list[str] = field(default_factory=list)
+    max_in_flight: int = 0
+    counter: int = 0
+
+
+seen = Seen()
+
+
+@tool
+def echo(text: str) -> str:
+    """Return the text unchanged.
+
+    Args:
+        text: Anything.
+    """
+    seen.threads.append(threading.current_thread().name)
+    return text
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first.
+        b: The second.
+    """
+    return a + b
+
+
+@tool
+async def nap(seconds: float, label: str = "") -> str:
+    """Sleep, then say so. Records how many naps overlap.
+
+    Args:
+        seconds: How long.
+        label: A name for this nap.
+    """
+    seen.in_flight.append(label)
+    seen.max_in_flight = max(seen.max_in_flight, len(seen.in_flight))
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        seen.cancelled.append(label)
+        raise
+    finally:
+        seen.in_flight.remove(label)
+    return f"slept {seconds}"
+
+
+@tool(timeout=0.2)
+async def hang() -> str:
+    """Never return (times out after 0.2 s)."""
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@tool
+def fail(message: str) -> str:
+    """Raise an error with this message.
+
+    Args:
+        message: What to complain about.
+    """
+    raise ToolError(message)
+
+
+@tool
+def crash() -> str:
+    """Raise an unexpected exception."""
+    return str(1 / 0)
+
+
+@tool(split="|")
+async def search(query: str) -> str:
+    """Search for one query; write several as q1|q2 to run them in parallel.
+
+    Args:
+        query: What to look for.
+    """
+    return f"results for {query}"
+
+
+@tool(cache=False)
+async def counter() -> int:
+    """Count calls (never cached)."""
+    seen.counter += 1
+    return seen.counter
+
+
+@tool(timeout=0.1)
+def stuck(seconds: float) -> str:
+    """Block a worker thread (times out after 0.1 s).
+
+    Args:
+        seconds: How long to block.
+    """
+    time.sleep(seconds)
+    return "woke up"
