@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import secrets
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+from agentrt.catalog import ToolCatalog
 from agentrt.classify import ClassificationFailed, classify
 from agentrt.context import RunContext
 from agentrt.events import (
@@ -41,7 +42,7 @@ from agentrt.models.base import Message, Model
 from agentrt.planning import PLANNERS, PlannerInput
 from agentrt.settings import AgentSettings
 from agentrt.strategy import Strategy
-from agentrt.tool import FINISH, Tool
+from agentrt.tool import FINISH
 from agentrt.trajectory import Trajectory, TrajectoryHeader, TrajectoryWriter, trajectory_path
 from agentrt.workspace import Workspace
 
@@ -59,6 +60,14 @@ class RunResult:
     trajectory: Trajectory
     path: Path | None
     """The trajectory file, when trajectories are recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    tools: ToolCatalog
+    narrowed: list[NarrowedTool]
+    system_prompt: str
+    tool_hashes: dict[str, str]
 
 
 class Agent:
@@ -86,6 +95,8 @@ class Agent:
             )
             raise UserError(msg)
         self._sessions: dict[str, list[Message]] = {}
+        self._setups: dict[str, _Setup] = {}
+        self._settings_json = self.settings.model_dump(mode="json")
 
     def run(
         self,
@@ -136,7 +147,7 @@ class Agent:
         writer = None
         if self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
-        header = self._header(run_id, query, session_id, None)
+        header = self._header(run_id, query, session_id)
         return RunContext(run_id, self.model, header, writer)
 
     async def _events(
@@ -166,6 +177,10 @@ class Agent:
             scope.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait({producer})
+            if not producer.cancelled() and producer.exception() is not None:
+                log.error(
+                    "run failed after finishing", run_id=ctx.run_id, exc_info=producer.exception()
+                )
 
     async def _produce(
         self,
@@ -186,7 +201,7 @@ class Agent:
                         RunStartedEvent, query=query, session_id=session_id, model=self.model.name
                     )
                     strategy = await self._choose_strategy(ctx, query, forced)
-                    status, answer = await self._plan(ctx, strategy, query, history, session_id)
+                    status, answer = await self._plan(ctx, strategy, query, history)
                 except Exception as exc:
                     status, error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, ModelError):
@@ -240,55 +255,61 @@ class Agent:
         strategy: Strategy,
         query: str,
         history: list[Message],
-        session_id: str | None,
     ) -> tuple[RunStatus, str | None]:
-        tools = self.workspace.tools_for(strategy)
-        ctx.header = self._header(ctx.run_id, query, session_id, strategy, tools)
+        setup = self._setup(strategy)
+        ctx.header = ctx.header.model_copy(
+            update={"strategy": strategy.name, "tools": setup.tool_hashes}
+        )
         ctx.emit(
             StrategySelectedEvent,
             strategy=strategy.name,
             planner=strategy.planner,
             step_budget=strategy.step_budget,
         )
-        ctx.emit(
-            ToolsNarrowedEvent,
-            tools=[
-                NarrowedTool(name=name, source="builtin" if t is FINISH else "strategy")
-                for name, t in tools.items()
-            ],
-        )
+        ctx.emit(ToolsNarrowedEvent, tools=setup.narrowed)
         executor = Executor(
             ctx,
-            tools,
+            setup.tools,
             timeout=self.settings.tool_timeout,
             max_concurrency=self.settings.max_concurrency,
             max_observation_chars=self.settings.max_observation_chars,
         )
-        definitions = [t.definition for t in tools.values()]
-        result = await PLANNERS[strategy.planner](
+        result = await PLANNERS[strategy.planner].run(
             PlannerInput(
                 ctx=ctx,
                 executor=executor,
-                workspace=self.workspace,
-                tools=tools,
+                tools=setup.tools,
+                system_prompt=setup.system_prompt,
                 query=query,
                 history=history,
-                instructions=self.workspace.render(
-                    strategy.instructions, query=query, tools=definitions
-                ),
                 step_budget=strategy.step_budget,
             )
         )
         return result.status, result.answer
 
-    def _header(
-        self,
-        run_id: str,
-        query: str,
-        session_id: str | None,
-        strategy: Strategy | None,
-        tools: Mapping[str, Tool] | None = None,
-    ) -> TrajectoryHeader:
+    def _setup(self, strategy: Strategy) -> _Setup:
+        """What runs of a strategy share, built on its first run: prompts are rendered once."""
+        setup = self._setups.get(strategy.name)
+        if setup is None:
+            tools = self.workspace.tools_for(strategy)
+            definitions = [t.definition for t in tools.values()]
+            instructions = self.workspace.render(strategy.instructions, tools=definitions)
+            setup = self._setups[strategy.name] = _Setup(
+                tools=tools,
+                narrowed=[
+                    NarrowedTool(name=name, source="builtin" if t is FINISH else "strategy")
+                    for name, t in tools.items()
+                ],
+                system_prompt=self.workspace.render(
+                    PLANNERS[strategy.planner].prompt,
+                    instructions=instructions,
+                    tools=definitions,
+                ),
+                tool_hashes={name: t.schema_hash for name, t in tools.items()},
+            )
+        return setup
+
+    def _header(self, run_id: str, query: str, session_id: str | None) -> TrajectoryHeader:
         return TrajectoryHeader(
             run_id=run_id,
             created=datetime.now(UTC),
@@ -297,7 +318,5 @@ class Agent:
             model=self.model.name,
             workspace=str(self.workspace.root),
             workspace_fingerprint=self.workspace.fingerprint,
-            strategy=strategy.name if strategy else None,
-            tools={n: t.schema_hash for n, t in (tools or {}).items()},
-            settings=self.settings.model_dump(mode="json"),
+            settings=self._settings_json,
         )

@@ -65,17 +65,23 @@ class RunContext:
                 self._send = None  # the reader went away; the trajectory still gets everything
         return event
 
-    def flush(self) -> None:
-        """Write the buffered events to the trajectory (planners call it between turns)."""
+    def checkpoint(self) -> None:
+        """Between turns: write buffered events to the trajectory if it is time to."""
         if self.writer is not None:
-            self.writer.flush(self.header)
+            self.writer.flush_if_due(self.header)
 
     def close(self) -> None:
-        """Flush the trajectory and end the event stream."""
-        self.flush()
-        if self._send is not None:
-            self._send.close()
-            self._send = None
+        """Write the trajectory's remaining events and end the event stream.
+
+        The stream is closed whatever happens to the write: a reader must never wait forever.
+        """
+        try:
+            if self.writer is not None:
+                self.writer.flush(self.header)
+        finally:
+            if self._send is not None:
+                self._send.close()
+                self._send = None
 
     def record_model_response(
         self,

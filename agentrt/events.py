@@ -172,6 +172,7 @@ class ToolCallEvent(EventBase):
     call_id: str
     name: str
     arguments: dict[str, JsonValue]
+    """As the model wrote them (the tool receives them validated, defaults filled in)."""
     format: Literal["tag", "hermes", "json", "native"]
 
 

@@ -21,7 +21,7 @@ import asyncio
 import functools
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -69,14 +69,17 @@ class ToolOutcome:
     observation: str
     """What the model is told."""
     output: JsonValue = None
+    error: str | None = None
     ends_run: bool = False
 
 
 @dataclass(slots=True)
 class _CacheEntry:
     call_id: str
-    done: asyncio.Event = field(default_factory=asyncio.Event)
     outcome: ToolOutcome | None = None
+    """None while the call runs."""
+    done: asyncio.Event | None = None
+    """Made only when an identical call has to wait for this one: a run keeps every entry."""
 
 
 class Executor:
@@ -130,18 +133,17 @@ class Executor:
                 f"Call it again with arguments matching: {schema}"
             )
             return self._refuse(step, call_id, tool.name, piece.raw, reason)
-        arguments = dict(validated)
-        as_json = validated.model_dump(mode="json")
         self.ctx.emit(
             ToolCallEvent,
             step=step,
             call_id=call_id,
             name=tool.name,
-            arguments=as_json,
+            arguments=piece.arguments,
             format=piece.format,
         )
-        key = tool.name + json.dumps(as_json, sort_keys=True) if tool.cache else ""
-        return PreparedCall(step, call_id, tool, arguments, key)
+        # Keyed on the arguments as written: equal JSON is an equal call, whatever the order.
+        key = tool.name + json.dumps(piece.arguments, sort_keys=True) if tool.cache else ""
+        return PreparedCall(step, call_id, tool, dict(validated), key)
 
     def _refuse(
         self, step: int, call_id: str, name: str | None, raw: str, reason: str
@@ -149,7 +151,7 @@ class Executor:
         self.ctx.emit(
             ToolCallInvalidEvent, step=step, call_id=call_id, name=name, raw=raw, reason=reason
         )
-        return ToolOutcome(call_id, name, None, f"Error: {reason}")
+        return ToolOutcome(call_id, name, None, f"Error: {reason}", error=reason)
 
     async def execute(self, call: PreparedCall) -> ToolOutcome:
         """Run one admitted call to its end: ok, error, timeout or cancelled."""
@@ -164,7 +166,9 @@ class Executor:
         finally:
             if entry.outcome is None or entry.outcome.status == "cancelled":
                 del self._cache[call.key]  # nothing to reuse; a later identical call runs anew
-            entry.done.set()
+            if entry.done is not None:
+                entry.done.set()
+                entry.done = None
         return entry.outcome
 
     async def _from_cache(self, call: PreparedCall, entry: _CacheEntry) -> ToolOutcome:
@@ -176,7 +180,10 @@ class Executor:
             original_call_id=entry.call_id,
             detail=f"identical to call {entry.call_id}; its result is reused",
         )
-        await entry.done.wait()
+        if entry.outcome is None:
+            if entry.done is None:
+                entry.done = asyncio.Event()
+            await entry.done.wait()
         original = entry.outcome
         if original is None or original.status == "cancelled":
             return await self._run(call)
@@ -187,7 +194,7 @@ class Executor:
             name=call.tool.name,
             status=original.status,
             output=original.output,
-            error=None if original.status == "ok" else original.observation,
+            error=original.error,
             duration=0.0,
             cached=True,
         )
@@ -201,6 +208,7 @@ class Executor:
             original.status,
             note + original.observation,
             original.output,
+            original.error,
             original.ends_run,
         )
 
@@ -245,7 +253,13 @@ class Executor:
             )
         observation = self._observation(output) if status == "ok" else f"Error: {error}"
         return ToolOutcome(
-            call.call_id, tool.name, status, observation, output, tool.ends_run and status == "ok"
+            call.call_id,
+            tool.name,
+            status,
+            observation,
+            output,
+            error,
+            tool.ends_run and status == "ok",
         )
 
     @staticmethod

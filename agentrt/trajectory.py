@@ -9,6 +9,8 @@ The Markdown rendering is derived from the file, never written separately.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -158,41 +160,65 @@ def _compact(value: object, limit: int = 300) -> str:
 
 
 class TrajectoryWriter:
-    """Buffers a run's events and appends them to its file at turn boundaries and at the end.
+    """Buffers a run's events and appends them to its file between turns and at the end.
 
+    Between turns it writes once a second or every 32 events, whichever comes first: a slow
+    run (a real model) is on disk turn by turn, a fast one is not slowed by a write per turn.
     The file is opened only to append, so a thousand concurrent runs hold no file handles.
     A failure to write is logged once and recording stops; the run itself goes on.
     """
 
+    EVERY_SECONDS = 1.0
+    EVERY_EVENTS = 32
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lines: list[str] = []
+        self._lines: list[bytes] = []
         self._header_written = False
         self._broken = False
+        self._last_write = time.monotonic()
 
     def add(self, event: EventBase) -> None:
-        self._lines.append(event.model_dump_json())
+        # The serializer itself, not `model_dump_json`: bytes, and a third less time per event.
+        self._lines.append(event.__pydantic_serializer__.to_json(event))
+
+    def flush_if_due(self, header: TrajectoryHeader) -> None:
+        if (
+            len(self._lines) >= self.EVERY_EVENTS
+            or time.monotonic() - self._last_write >= self.EVERY_SECONDS
+        ):
+            self.flush(header)
 
     def flush(self, header: TrajectoryHeader) -> None:
         """Append the buffered events, after `header` if the file is new."""
-        if self._broken:
+        self._last_write = time.monotonic()
+        if self._broken or (self._header_written and not self._lines):
             return
-        if self._header_written and not self._lines:
-            return
-        chunk = self._lines
+        lines = self._lines
         if not self._header_written:
-            chunk = [header.model_dump_json(), *chunk]
+            lines = [header.__pydantic_serializer__.to_json(header), *lines]
+        data = b"\n".join(lines) + b"\n"
         try:
-            if not self._header_written:
+            try:
+                fd = os.open(self.path, _APPEND)
+            except FileNotFoundError:  # the first run of the day: make its folder
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write("\n".join(chunk) + "\n")
+                fd = os.open(self.path, _APPEND)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
         except OSError as exc:
             self._broken = True
             log.warning("trajectory not written", path=str(self.path), error=str(exc))
             return
         self._header_written = True
         self._lines = []
+
+
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
 
 def trajectory_path(directory: Path, run_id: str) -> Path:

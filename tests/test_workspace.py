@@ -31,7 +31,7 @@ def test_default_workspace_loads() -> None:
     assert {"exploratory", "direct"} <= set(w.strategies)
     assert {"calculate", "days_between", "current_time", "finish"} <= set(w.tools)
     for s in w.strategies.values():
-        assert w.render(s.instructions, query="q", tools=[])
+        assert w.render(s.instructions, tools=[])
 
 
 @pytest.mark.parametrize(

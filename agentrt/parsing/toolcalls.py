@@ -143,23 +143,8 @@ class ToolCallParser:
     """
 
     def __init__(self, tags: Iterable[TagSpec] = ()) -> None:
-        specs: dict[str, TagSpec] = {}
-        for spec in tags:
-            if spec.split is not None and (not spec.split or spec.param is None):
-                raise ValueError(
-                    f"tag {spec.name!r}: split needs a non-empty separator and a param"
-                )
-            if specs.get(spec.name, spec) != spec:
-                raise ValueError(f"tag {spec.name!r} is registered twice, differently")
-            # A tool whose name cannot be written as a tag is still callable in the other formats.
-            if spec.name and spec.name != "tool_call" and not _NOT_TAG_NAME.search(spec.name):
-                specs[spec.name] = spec
-        self._names = frozenset(specs)
-        self._tags = {
-            f"<{name}>": _Tag(f"<{name}>", f"</{name}>", spec) for name, spec in specs.items()
-        }
-        self._tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None)
-        self._prefixes = frozenset(tag[:k] for tag in self._tags for k in range(1, len(tag)))
+        self._names, self._tags, self._prefixes = _tag_tables(tuple(tags))
+        self._longest = max(map(len, self._tags))
         self._handlers: tuple[Callable[[str, int], int], ...] = (
             self._on_text,
             self._on_tag_open,
@@ -277,20 +262,35 @@ class ToolCallParser:
         return j + 1
 
     def _on_tag_open(self, chunk: str, i: int) -> int:
-        candidate = self._prefix + chunk[i]
-        tag = self._tags.get(candidate)
-        if tag is not None:
-            self._state = _BODY
-            self._tag = tag
-            self._held = []
-            return i + 1
-        if candidate in self._prefixes:
-            self._prefix = candidate
-            return i + 1
-        self._text.append(self._prefix)
-        self._state = _TEXT
-        self._line_start = False
-        return i
+        # This runs for every "<" in the text. When the whole tag is in the chunk (the usual
+        # case), one lookup decides; otherwise one loop over the name's characters.
+        prefix, n = self._prefix, len(chunk)
+        tags, prefixes = self._tags, self._prefixes
+        close = chunk.find(">", i, i + self._longest)
+        if close >= 0:
+            tag = tags.get(prefix + chunk[i : close + 1])
+            if tag is not None:
+                self._state = _BODY
+                self._tag = tag
+                self._held = []
+                return close + 1
+        while i < n:
+            candidate = prefix + chunk[i]
+            tag = tags.get(candidate)
+            if tag is not None:
+                self._state = _BODY
+                self._tag = tag
+                self._held = []
+                return i + 1
+            if candidate not in prefixes:
+                self._text.append(prefix)
+                self._state = _TEXT
+                self._line_start = False
+                return i
+            prefix = candidate
+            i += 1
+        self._prefix = prefix
+        return n
 
     def _on_body(self, chunk: str, i: int) -> int:
         if chunk.find(">", i) < 0:  # every closing tag ends with ">"
@@ -488,6 +488,30 @@ class ToolCallParser:
 
 def _text_piece(text: str) -> TextPiece:
     return _char_piece(text) if len(text) == 1 else TextPiece(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _tag_tables(
+    specs: tuple[TagSpec, ...],
+) -> tuple[frozenset[str], dict[str, _Tag], frozenset[str]]:
+    """Registered names, tags by opening text, and every proper prefix of an opening tag.
+
+    Cached: a run builds a parser per turn over the same tools, and for a large tool set these
+    tables cost more than parsing a turn.
+    """
+    by_name: dict[str, TagSpec] = {}
+    for spec in specs:
+        if spec.split is not None and (not spec.split or spec.param is None):
+            raise ValueError(f"tag {spec.name!r}: split needs a non-empty separator and a param")
+        if by_name.get(spec.name, spec) != spec:
+            raise ValueError(f"tag {spec.name!r} is registered twice, differently")
+        # A tool whose name cannot be written as a tag is still callable in the other formats.
+        if spec.name and spec.name != "tool_call" and not _NOT_TAG_NAME.search(spec.name):
+            by_name[spec.name] = spec
+    tags = {f"<{name}>": _Tag(f"<{name}>", f"</{name}>", spec) for name, spec in by_name.items()}
+    tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None)
+    prefixes = frozenset(tag[:k] for tag in tags for k in range(1, len(tag)))
+    return frozenset(by_name), tags, prefixes
 
 
 def _tag_calls(spec: TagSpec, body: str, raw: str) -> list[CallPiece | InvalidPiece]:

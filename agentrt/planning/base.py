@@ -10,23 +10,21 @@ from agentrt.context import RunContext
 from agentrt.events import RunStatus
 from agentrt.execution import Executor
 from agentrt.models.base import Message
-from agentrt.workspace import Workspace
 
-__all__ = ["Planner", "PlannerInput", "PlannerResult"]
+__all__ = ["Planner", "PlannerInput", "PlannerResult", "PlannerSpec"]
 
 
 @dataclass(slots=True)
 class PlannerInput:
     ctx: RunContext
     executor: Executor
-    workspace: Workspace
     tools: ToolCatalog
     """The tools the model may call in this run."""
+    system_prompt: str
+    """The planner's prompt template, rendered with the strategy's instructions and tools."""
     query: str
     history: list[Message]
     """Earlier turns of the session, oldest first."""
-    instructions: str
-    """The strategy's instructions, rendered."""
     step_budget: int
 
 
@@ -39,3 +37,10 @@ class PlannerResult:
 
 Planner = Callable[[PlannerInput], Awaitable[PlannerResult]]
 """A planner drives the run from the query to an answer, emitting events through `ctx`."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerSpec:
+    run: Planner
+    prompt: str
+    """Its system prompt template (in `prompts/`), rendered with `instructions` and `tools`."""

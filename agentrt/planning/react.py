@@ -45,16 +45,17 @@ EMPTY_TURN_NUDGE = (
 
 async def run_react(task: PlannerInput) -> PlannerResult:
     tools = list(task.tools.values())
-    tags = [TagSpec(t.name, t.text_param, t.split) for t in tools]
+    # One parser and one assembler serve every turn: both start afresh after `close()`.
+    parser = ToolCallParser(TagSpec(t.name, t.text_param, t.split) for t in tools)
+    assembler = NativeToolCallAssembler()
     definitions = [t.definition for t in tools]
-    system = task.workspace.render("react.j2", instructions=task.instructions, tools=definitions)
     messages = [
-        Message(role="system", content=system),
+        Message(role="system", content=task.system_prompt),
         *task.history,
         Message(role="user", content=task.query),
     ]
     for step in range(1, task.step_budget + 1):
-        turn = await _turn(task, messages, step, tags, definitions)
+        turn = await _turn(task, messages, step, parser, assembler, definitions)
         messages.append(
             Message(role="assistant", content=turn.raw_text, tool_calls=tuple(turn.native_calls))
         )
@@ -85,15 +86,14 @@ async def _turn(
     task: PlannerInput,
     messages: list[Message],
     step: int,
-    tags: list[TagSpec],
+    parser: ToolCallParser,
+    assembler: NativeToolCallAssembler,
     definitions: list[ToolDefinition],
 ) -> _Turn:
     ctx = task.ctx
-    ctx.flush()
+    ctx.checkpoint()
     ctx.steps = step
     ctx.emit(TurnStartedEvent, step=step)
-    parser = ToolCallParser(tags)
-    assembler = NativeToolCallAssembler()
     raw: list[str] = []
     visible: list[str] = []
     native: list[ToolCallChunk] = []
@@ -132,9 +132,12 @@ async def _turn(
             dispatch(parser.close())
             dispatch(assembler.close())
         except Exception as exc:
-            # Calls already running belong to an answer that will not be finished: stop them.
+            # Calls already running belong to an answer that will not be finished: stop them,
+            # and drop what was half-parsed.
             failure = exc
             batch.cancel()
+            parser.close()
+            assembler.close()
         else:
             native_calls = _fold(native)
             ctx.record_model_response(
