@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
-import structlog
 
 from agentrt.catalog import ToolCatalog
 from agentrt.classify import ClassificationFailed, classify
@@ -38,17 +37,18 @@ from agentrt.events import (
 )
 from agentrt.exceptions import ModelError, UserError
 from agentrt.execution import Executor
+from agentrt.logs import get_logger
 from agentrt.models.base import Message, Model
 from agentrt.planning import PLANNERS, PlannerInput
 from agentrt.settings import AgentSettings
 from agentrt.strategy import Strategy
-from agentrt.tool import FINISH
+from agentrt.tool import finish_tool
 from agentrt.trajectory import Trajectory, TrajectoryHeader, TrajectoryWriter, trajectory_path
 from agentrt.workspace import Workspace
 
 __all__ = ["Agent", "RunResult"]
 
-log = structlog.get_logger("agentrt")
+log = get_logger("agentrt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +297,7 @@ class Agent:
             setup = self._setups[strategy.name] = _Setup(
                 tools=tools,
                 narrowed=[
-                    NarrowedTool(name=name, source="builtin" if t is FINISH else "strategy")
+                    NarrowedTool(name=name, source="builtin" if t is finish_tool() else "strategy")
                     for name, t in tools.items()
                 ],
                 system_prompt=self.workspace.render(

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from agentrt.exceptions import WorkspaceError
-from agentrt.tool import FINISH, Tool
+from agentrt.tool import Tool, finish_tool
 
 __all__ = ["ToolCatalog", "load_tool_packs"]
 
@@ -23,7 +23,8 @@ class ToolCatalog(Mapping[str, Tool]):
     """Tools by name. The engine's `finish` tool is always present."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {FINISH.name: FINISH}
+        finish = finish_tool()
+        self._tools: dict[str, Tool] = {finish.name: finish}
         for t in tools:
             if t.name in self._tools and self._tools[t.name] is not t:
                 msg = f"two tools are named {t.name!r}: {self._tools[t.name].fn!r} and {t.fn!r}"

@@ -97,7 +97,8 @@ class Timings(BaseModel):
 
 
 class EventBase(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # Schemas are built on first use, not at import: `import agentrt` stays fast.
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     run_id: str
     seq: int
@@ -247,4 +248,4 @@ Event = Annotated[
 ]
 """Any event of a run. Parse one from JSON with `event_adapter.validate_json(line)`."""
 
-event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+event_adapter: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))

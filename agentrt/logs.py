@@ -1,17 +1,36 @@
-"""Logging set-up for programs built on agentrt: JSON lines in production, pretty on a terminal.
+"""Logging: the library's loggers, and a set-up for programs built on agentrt.
 
-The library only logs through `structlog.get_logger("agentrt…")` with the run id bound; the
-application decides where logs go. The CLI calls `configure_logging()`.
+The library logs through structlog with the run id bound; the application decides where logs
+go (JSON lines in production, pretty on a terminal). The CLI calls `configure_logging()`.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
-import structlog
+__all__ = ["configure_logging", "get_logger"]
 
-__all__ = ["configure_logging"]
+
+class _Logger:
+    """A structlog logger imported on first use: most runs never log, and importing structlog
+    (with rich, for tracebacks) would make `import agentrt` half as fast again."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._log: Any = None
+
+    def __getattr__(self, method: str) -> Any:
+        if self._log is None:
+            import structlog
+
+            self._log = structlog.get_logger(self._name)
+        return getattr(self._log, method)
+
+
+def get_logger(name: str) -> Any:
+    return _Logger(name)
 
 
 def configure_logging(level: int = logging.WARNING, *, json: bool | None = None) -> None:
@@ -20,6 +39,8 @@ def configure_logging(level: int = logging.WARNING, *, json: bool | None = None)
     :param level: the lowest level printed
     :param json: force JSON (True) or pretty (False) output; None decides by the terminal
     """
+    import structlog
+
     as_json = not sys.stderr.isatty() if json is None else json
     processors: list[structlog.typing.Processor] = [
         structlog.processors.add_log_level,

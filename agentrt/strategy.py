@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrt.exceptions import WorkspaceError
@@ -38,6 +37,8 @@ class Strategy(BaseModel):
 
 def load_strategies(folder: Path) -> dict[str, Strategy]:
     """Load every `*.yaml` in `folder`; a bad file raises `WorkspaceError` naming file and field."""
+    import yaml
+
     strategies: dict[str, Strategy] = {}
     for path in sorted(folder.glob("*.yaml")):
         try:

@@ -8,12 +8,12 @@ awaited.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections.abc import Callable
 from typing import Any, overload
 
-import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentrt.exceptions import ToolDefinitionError
@@ -48,6 +48,8 @@ class Tool:
             for tools whose result changes between calls
         """
         self.fn = fn
+        import docstring_parser
+
         self.name = name or fn.__name__
         doc = docstring_parser.parse(inspect.getdoc(fn) or "")
         summary = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
@@ -172,5 +174,7 @@ def finish(answer: str) -> str:
     return answer
 
 
-FINISH = Tool(finish, ends_run=True)
-"""The engine's own `finish` tool, offered in every run."""
+@functools.cache
+def finish_tool() -> Tool:
+    """The engine's own `finish` tool, offered in every run (built on first use)."""
+    return Tool(finish, ends_run=True)

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import structlog
 from pydantic import BaseModel, ValidationError
 
 from agentrt._version import __version__
@@ -33,6 +32,7 @@ from agentrt.events import (
     TurnStartedEvent,
     event_adapter,
 )
+from agentrt.logs import get_logger
 
 __all__ = [
     "FORMAT_VERSION",
@@ -44,7 +44,7 @@ __all__ = [
 
 FORMAT_VERSION = 1
 
-log = structlog.get_logger("agentrt.trajectory")
+log = get_logger("agentrt.trajectory")
 
 
 class TrajectoryHeader(BaseModel):

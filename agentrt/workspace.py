@@ -16,13 +16,14 @@ import hashlib
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from agentrt.catalog import ToolCatalog, load_tool_packs
 from agentrt.exceptions import WorkspaceError
 from agentrt.strategy import Strategy, load_strategies
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["Workspace", "default_workspace_path"]
 
@@ -53,8 +54,10 @@ class Workspace:
             raise WorkspaceError(msg)
         tools_dir = self.root / "tools"
         self.tools = ToolCatalog(load_tool_packs(tools_dir) if tools_dir.is_dir() else ())
+        import jinja2
+
         prompt_dirs = [self.root / "prompts", default_workspace_path() / "prompts"]
-        self.prompts = jinja2.Environment(
+        self.prompts: jinja2.Environment = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(d) for d in prompt_dirs if d.is_dir()]),
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=True,
@@ -65,6 +68,8 @@ class Workspace:
         self._check_strategies()
 
     def _check_strategies(self) -> None:
+        import jinja2
+
         for s in self.strategies.values():
             path = self.root / "strategies" / f"{s.name}.yaml"
             if s.tools != "all":
