@@ -37,7 +37,6 @@ from agentrt.events import (
 )
 from agentrt.exceptions import ModelError, UserError
 from agentrt.execution import Executor
-from agentrt.logs import get_logger
 from agentrt.models.base import Message, Model
 from agentrt.planning import PLANNERS, PlannerInput
 from agentrt.settings import AgentSettings
@@ -47,8 +46,6 @@ from agentrt.trajectory import Trajectory, TrajectoryHeader, TrajectoryWriter, t
 from agentrt.workspace import Workspace
 
 __all__ = ["Agent", "RunResult"]
-
-log = get_logger("agentrt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +175,7 @@ class Agent:
             with anyio.CancelScope(shield=True):
                 await asyncio.wait({producer})
             if not producer.cancelled() and producer.exception() is not None:
-                log.error(
-                    "run failed after finishing", run_id=ctx.run_id, exc_info=producer.exception()
-                )
+                ctx.log.error("run failed after finishing", exc_info=producer.exception())
 
     async def _produce(
         self,
@@ -205,7 +200,7 @@ class Agent:
                 except Exception as exc:
                     status, error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, ModelError):
-                        log.exception("run failed", run_id=ctx.run_id)
+                        ctx.log.exception("run failed")
         finally:
             if status == "cancelled":
                 error = "the run was cancelled"
@@ -237,7 +232,7 @@ class Agent:
             c = await classify(ctx, self.workspace, query)
         except ClassificationFailed as exc:
             fallback = self.settings.default_strategy
-            log.warning("classification failed", run_id=ctx.run_id, reason=str(exc))
+            ctx.log.warning("classification failed", reason=str(exc))
             ctx.emit(ClassifiedEvent, query_type=fallback, method="fallback", reason=str(exc))
             return strategies[fallback]
         ctx.emit(

@@ -9,6 +9,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from agentrt.events import Event, EventBase, ModelResponseEvent, NativeToolCall, Usage
+from agentrt.logs import get_logger
 from agentrt.models.base import Model, ModelRequest, TextChunk, UsageChunk
 from agentrt.trajectory import TrajectoryHeader, TrajectoryWriter
 
@@ -33,6 +34,8 @@ class RunContext:
         writer: TrajectoryWriter | None,
     ) -> None:
         self.run_id = run_id
+        self.log = get_logger("agentrt").bind(run_id=run_id)
+        """The run's logger, its id bound."""
         self.model = model
         self.header = header
         """What the trajectory file starts with; completed once the strategy is chosen."""

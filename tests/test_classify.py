@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from structlog.testing import capture_logs
 from conftest import MakeAgent
 from helpers import classified
 
@@ -60,8 +61,14 @@ def _raises(request: ModelRequest) -> str:
     ids=["prose", "unknown-type", "extra-field", "model-error"],
 )
 async def test_failures_fall_back(make_agent: MakeAgent, answer: object, reason: str) -> None:
-    """Any failure falls back to the default strategy, and the event says so and why."""
-    c, strategy, _ = await classify_with(make_agent, answer)
+    """Any failure falls back to the default strategy, and the event says so and why; the
+    warning is logged with the run's id bound."""
+    with capture_logs() as logs:
+        c, strategy, _ = await classify_with(make_agent, answer)
+    (warning,) = [entry for entry in logs if entry["event"] == "classification failed"]
+    assert warning["log_level"] == "warning"
+    assert warning["run_id"]
+    assert warning["reason"] == c.reason
     assert (c.query_type, c.method, strategy) == ("exploratory", "fallback", "exploratory")
     assert c.reason is not None
     assert c.reason.startswith(reason)
