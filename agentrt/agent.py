@@ -278,6 +278,7 @@ class Agent:
                 query=query,
                 history=history,
                 step_budget=strategy.step_budget,
+                settings=self.settings,
             )
         )
         return result.status, result.answer
@@ -299,6 +300,7 @@ class Agent:
                     PLANNERS[strategy.planner].prompt,
                     instructions=instructions,
                     tools=definitions,
+                    native_tools=self.model.native_tools,
                 ),
                 tool_hashes={name: t.schema_hash for name, t in tools.items()},
             )

@@ -22,6 +22,7 @@ __all__ = [
     "Event",
     "EventBase",
     "GuardEvent",
+    "ModelErrorEvent",
     "ModelResponseEvent",
     "NarrowedTool",
     "NativeToolCall",
@@ -165,6 +166,16 @@ class ModelResponseEvent(EventBase):
     duration: float
 
 
+class ModelErrorEvent(EventBase):
+    """A model call failed; what it had streamed is discarded."""
+
+    type: Literal["model_error"] = "model_error"
+    step: int | None
+    error: str
+    retrying: bool
+    """The turn is asked again (after a stream broken mid-answer, once by default)."""
+
+
 class ToolCallEvent(EventBase):
     """A call was parsed and its arguments validated; it is queued to run."""
 
@@ -238,6 +249,7 @@ Event = Annotated[
     | TurnStartedEvent
     | TextDeltaEvent
     | ModelResponseEvent
+    | ModelErrorEvent
     | ToolCallEvent
     | ToolCallInvalidEvent
     | ToolStartedEvent

@@ -5,6 +5,9 @@
     │   ├── WorkspaceError ── a strategy, prompt or tool pack cannot be loaded
     │   └── ToolDefinitionError ── a function cannot be turned into a tool
     ├── ModelError ────────── a model call failed; the run ends with status `error`
+    │   ├── RequestRejected ── the server refused the request (a 4xx other than 429)
+    │   ├── RetriesExhausted ─ 429s, 5xx or network errors outlasted the retries
+    │   ├── StreamInterrupted ─ the answer broke off mid-stream; the turn may be retried
     │   └── ScriptExhausted ── a scripted model was asked for more turns than it has
     └── ToolError ─────────── raised by a tool: its message goes to the model verbatim
 
@@ -17,7 +20,10 @@ from __future__ import annotations
 __all__ = [
     "AgentrtError",
     "ModelError",
+    "RequestRejected",
+    "RetriesExhausted",
     "ScriptExhausted",
+    "StreamInterrupted",
     "ToolDefinitionError",
     "ToolError",
     "UserError",
@@ -43,6 +49,19 @@ class ToolDefinitionError(UserError):
 
 class ModelError(AgentrtError):
     """A model call failed."""
+
+
+class RequestRejected(ModelError):
+    """The server refused the request as such (a 4xx other than 429): retrying cannot help."""
+
+
+class RetriesExhausted(ModelError):
+    """The server stayed unavailable (429, 5xx, network errors) through every retry."""
+
+
+class StreamInterrupted(ModelError):
+    """The answer broke off after it had begun: what arrived is discarded, the turn may be
+    asked again."""
 
 
 class ScriptExhausted(ModelError):

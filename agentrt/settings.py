@@ -22,3 +22,8 @@ class AgentSettings(BaseModel):
     """Where runs are recorded, as `<dir>/<yyyy-mm-dd>/<run_id>.jsonl`; None records nothing."""
     default_strategy: str = "exploratory"
     """The strategy used when classification fails."""
+    token_budget: int | None = Field(None, gt=0)
+    """Most tokens (prompt and completion, all model calls) a run may use; a run past it ends
+    `budget_exhausted` after the turn that crossed it."""
+    turn_retries: int = Field(1, ge=0)
+    """How often a turn whose stream broke off mid-answer is asked again."""

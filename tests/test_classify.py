@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from structlog.testing import capture_logs
 from conftest import MakeAgent
 from helpers import classified
+from structlog.testing import capture_logs
 
 from agentrt import ClassifiedEvent, ModelError, ModelRequest, StrategySelectedEvent
 

@@ -9,13 +9,18 @@ from helpers import call, check_stream, last
 
 from agentrt import (
     Event,
+    ModelErrorEvent,
     ModelResponseEvent,
     NativeToolCall,
+    RequestRejected,
     ScriptedTurn,
+    StreamInterrupted,
     TextDeltaEvent,
     ToolCallEvent,
     ToolFinishedEvent,
     ToolStartedEvent,
+    TurnStartedEvent,
+    Usage,
 )
 
 
@@ -106,3 +111,49 @@ class TestFormats:
         events = await run(agent)
         assert (last(events).answer, last(events).steps) == ("Here it is.", 2)
         assert agent.model.requests[1].messages[-1].content.startswith("Your last reply was empty.")
+
+
+class TestModelFailures:
+    async def test_broken_stream_retries_the_turn_once(self, make_agent: MakeAgent) -> None:
+        """A stream that breaks mid-answer ends the attempt with a model_error event; the turn
+        is asked again; the half-written call is never run, the finished one is not re-run."""
+        broken = ScriptedTurn(
+            text=call("add", a=1, b=2) + ' <tool_call>{"name": "echo", "argu',
+            error=StreamInterrupted("connection closed mid-answer"),
+        )
+        retry = call("add", a=1, b=2) + call("echo", text="hi")
+        # Streamed slowly, so that the first attempt's add finishes before the break.
+        agent = make_agent([broken, retry, "3"], token_delay=0.01)
+        events = await run(agent)
+        (err,) = of(events, ModelErrorEvent)
+        assert (err.step, err.retrying) == (1, True)
+        assert err.error == "StreamInterrupted: connection closed mid-answer"
+        assert [e.step for e in of(events, TurnStartedEvent)] == [1, 1, 2]
+        # The first attempt's complete call ran; the retry's identical call is served from the
+        # cache; the half-written echo call of the broken attempt never ran.
+        finished = [(e.name, e.cached) for e in of(events, ToolFinishedEvent)]
+        assert sorted(finished) == [("add", False), ("add", True), ("echo", False)]
+        assert (last(events).status, last(events).answer) == ("ok", "3")
+
+    async def test_a_second_break_ends_the_run(self, make_agent: MakeAgent) -> None:
+        """The retry is bounded: a second break ends the run with status error."""
+        broken = ScriptedTurn(text="Working", error=StreamInterrupted("reset"))
+        events = await run(make_agent([broken, broken]))
+        assert [e.retrying for e in of(events, ModelErrorEvent)] == [True, False]
+        assert (last(events).status, last(events).error) == ("error", "StreamInterrupted: reset")
+
+    async def test_a_rejected_request_is_not_retried(self, make_agent: MakeAgent) -> None:
+        """A refusal (a 4xx) is final at once."""
+        rejected = ScriptedTurn(error=RequestRejected("400: context length exceeded"))
+        events = await run(make_agent([rejected]))
+        assert [e.retrying for e in of(events, ModelErrorEvent)] == [False]
+        assert last(events).error == "RequestRejected: 400: context length exceeded"
+
+    async def test_token_budget(self, make_agent: MakeAgent) -> None:
+        """A run past its token budget ends budget_exhausted after the turn that crossed it."""
+        heavy = ScriptedTurn(
+            text=call("add", a=1, b=1), usage=Usage(prompt_tokens=900, completion_tokens=200)
+        )
+        events = await run(make_agent([heavy, heavy, "2"], token_budget=1000))
+        end = last(events)
+        assert (end.status, end.steps, end.usage.total_tokens) == ("budget_exhausted", 1, 1100)

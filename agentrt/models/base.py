@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrt.events import NativeToolCall, Usage
 
 __all__ = [
+    "TOOL_RESULTS_NUDGE",
     "Message",
     "Model",
     "ModelChunk",
@@ -18,6 +19,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolDefinition",
     "UsageChunk",
+    "text_mode_messages",
 ]
 
 
@@ -93,4 +95,39 @@ class Model(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def native_tools(self) -> bool:
+        """True: tools go to the model as `request.tools` and calls come back as native
+        `tool_calls`. False: the prompt describes the tools and the model writes its calls in
+        text, and tool results come back as a user message (see `text_mode_messages`)."""
+        ...
+
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]: ...
+
+
+TOOL_RESULTS_NUDGE = (
+    "Answer the user's question now, in plain text, using these results; call another tool "
+    "only if something is still missing."
+)
+
+
+def text_mode_messages(messages: list[Message], nudge: str = TOOL_RESULTS_NUDGE) -> list[Message]:
+    """The conversation as a model without native tool calling should see it.
+
+    Each run of `tool` messages becomes one `user` message listing the results by call and
+    ending with `nudge`: chat templates of small models handle a `tool` role badly or not at
+    all, and a 0.5B model answers the next turn well only when told plainly to answer.
+    """
+    out: list[Message] = []
+    results: list[str] = []
+    for message in [*messages, None]:
+        if message is not None and message.role == "tool":
+            results.append(f"[{message.tool_call_id}] {message.name}: {message.content}")
+            continue
+        if results:
+            body = "Results of your tool calls:\n" + "\n".join(results) + "\n\n" + nudge
+            out.append(Message(role="user", content=body))
+            results = []
+        if message is not None:
+            out.append(message)
+    return out

@@ -6,10 +6,10 @@ import re
 from collections.abc import AsyncIterator, Callable, Sequence
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentrt.events import NativeToolCall, Usage
-from agentrt.exceptions import ScriptExhausted
+from agentrt.exceptions import ModelError, ScriptExhausted
 from agentrt.models.base import (
     ModelChunk,
     ModelRequest,
@@ -26,10 +26,14 @@ _TOKEN = re.compile(r"\s*\S+|\s+")
 class ScriptedTurn(BaseModel):
     """One scripted answer: text, and optionally native tool calls."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     text: str = ""
     tool_calls: list[NativeToolCall] = Field(default_factory=list)
     usage: Usage | None = None
     """Reported usage; when None, tokens are counted as whitespace-separated words."""
+    error: ModelError | None = None
+    """Raised once the text has been streamed: a server that breaks off mid-answer."""
 
 
 ScriptItem = str | ScriptedTurn | Callable[[ModelRequest], "str | ScriptedTurn"]
@@ -44,6 +48,7 @@ class ScriptedModel:
     :param turns: the answers, in call order; a call past the end raises `ScriptExhausted`
     :param token_delay: seconds to wait before each streamed token, to simulate a slow model
     :param name: the name the model reports
+    :param native_tools: report native tool calling (the prompt then omits the text format)
     """
 
     __test__ = False  # not a pytest test class, despite living near tests
@@ -54,11 +59,14 @@ class ScriptedModel:
         *,
         token_delay: float = 0.0,
         name: str = "scripted",
+        native_tools: bool = False,
     ) -> None:
         self._turns = list(turns)
         self._next = 0
         self.token_delay = token_delay
         self._name = name
+        self.native_tools = native_tools
+        """Whether tool definitions are expected natively; the script decides what it answers."""
         self.requests: list[ModelRequest] = []
         """Every request received, for tests to inspect."""
 
@@ -85,6 +93,8 @@ class ScriptedModel:
             if self.token_delay:
                 await anyio.sleep(self.token_delay)
             yield TextChunk(text=token)
+        if turn.error is not None:
+            raise turn.error
         for index, call in enumerate(turn.tool_calls):
             if self.token_delay:
                 await anyio.sleep(self.token_delay)

@@ -10,6 +10,7 @@ from agentrt.context import RunContext
 from agentrt.events import RunStatus
 from agentrt.execution import Executor
 from agentrt.models.base import Message
+from agentrt.settings import AgentSettings
 
 __all__ = ["Planner", "PlannerInput", "PlannerResult", "PlannerSpec"]
 
@@ -26,6 +27,8 @@ class PlannerInput:
     history: list[Message]
     """Earlier turns of the session, oldest first."""
     step_budget: int
+    settings: AgentSettings
+    """Limits the planner applies: token budget, turn retries."""
 
 
 @dataclass(slots=True)

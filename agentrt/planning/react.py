@@ -6,7 +6,9 @@ starts it in the turn's task group. When the stream ends, the turn waits for its
 their observations, in call order, become the next turn's input.
 
 A run ends on a call to a tool that ends the run (`finish`), on a turn with text and no tool
-calls (that text is the answer), or when the step budget is spent.
+calls (that text is the answer), or when the step or token budget is spent. A turn whose
+stream breaks off mid-answer is asked again (`turn_retries` times); its calls that were still
+running are cancelled, and its half-written call is never run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from agentrt.events import NativeToolCall, TextDeltaEvent, TurnStartedEvent, Usage
+from agentrt.events import (
+    ModelErrorEvent,
+    NativeToolCall,
+    TextDeltaEvent,
+    TurnStartedEvent,
+    Usage,
+)
+from agentrt.exceptions import ModelError, StreamInterrupted
 from agentrt.execution import Batch, ToolOutcome
 from agentrt.models.base import (
     Message,
@@ -54,8 +63,9 @@ async def run_react(task: PlannerInput) -> PlannerResult:
         *task.history,
         Message(role="user", content=task.query),
     ]
+    budget = task.settings.token_budget
     for step in range(1, task.step_budget + 1):
-        turn = await _turn(task, messages, step, parser, assembler, definitions)
+        turn = await _turn_with_retries(task, messages, step, parser, assembler, definitions)
         messages.append(
             Message(role="assistant", content=turn.raw_text, tool_calls=tuple(turn.native_calls))
         )
@@ -71,7 +81,31 @@ async def run_react(task: PlannerInput) -> PlannerResult:
             if answer:
                 return PlannerResult("ok", answer, step)
             messages.append(Message(role="user", content=EMPTY_TURN_NUDGE))
+        if budget is not None and task.ctx.usage.total_tokens >= budget:
+            return PlannerResult("budget_exhausted", None, step)
     return PlannerResult("budget_exhausted", None, task.step_budget)
+
+
+async def _turn_with_retries(
+    task: PlannerInput,
+    messages: list[Message],
+    step: int,
+    parser: ToolCallParser,
+    assembler: NativeToolCallAssembler,
+    definitions: list[ToolDefinition],
+) -> _Turn:
+    attempt = 0
+    while True:
+        try:
+            return await _turn(task, messages, step, parser, assembler, definitions)
+        except ModelError as exc:
+            retrying = isinstance(exc, StreamInterrupted) and attempt < task.settings.turn_retries
+            task.ctx.emit(
+                ModelErrorEvent, step=step, error=f"{type(exc).__name__}: {exc}", retrying=retrying
+            )
+            if not retrying:
+                raise
+            attempt += 1
 
 
 @dataclass(slots=True)
