@@ -27,14 +27,20 @@ class Classification(BaseModel):
     suggested_contexts: list[str] = Field(default_factory=list)
 
 
-def classification_schema(strategies: dict[str, Strategy]) -> dict[str, Any]:
-    """The JSON schema the classifier must answer in: the query types are the strategy names."""
+def classification_schema(
+    strategies: dict[str, Strategy], contexts: list[str] | None = None
+) -> dict[str, Any]:
+    """The JSON schema the classifier must answer in: the query types are the strategy names,
+    the suggested contexts are among the workspace's (none when it has none)."""
+    suggested: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": contexts}}
+    if not contexts:
+        suggested = {"type": "array", "maxItems": 0}
     return {
         "type": "object",
         "properties": {
             "query_type": {"type": "string", "enum": sorted(strategies)},
-            "language": {"type": "string"},
-            "suggested_contexts": {"type": "array", "items": {"type": "string"}},
+            "language": {"type": "string", "minLength": 2, "maxLength": 3},
+            "suggested_contexts": suggested,
         },
         "required": ["query_type", "language", "suggested_contexts"],
         "additionalProperties": False,

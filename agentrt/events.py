@@ -226,7 +226,11 @@ class GuardEvent(EventBase):
     type: Literal["guard"] = "guard"
     step: int
     call_id: str
-    kind: Literal["duplicate"]
+    kind: Literal["duplicate", "early_finish", "repetition"]
+    """`duplicate`: an identical call answered from the cache. `early_finish`: a call that ends
+    the run, written in the same turn as other calls, refused until their results are seen.
+    `repetition`: the model wrote a call it had already written in this turn, a loop: the call
+    is dropped and the model's answer cut there."""
     detail: str
     original_call_id: str | None = None
 

@@ -42,7 +42,7 @@ from agentrt.exceptions import ToolError
 from agentrt.parsing import CallPiece, InvalidPiece
 from agentrt.tool import Tool
 
-__all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome"]
+__all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome", "canonical_arguments"]
 
 
 @dataclass(slots=True)
@@ -54,8 +54,13 @@ class PreparedCall:
     tool: Tool
     arguments: dict[str, Any]
     """Validated values, as the function receives them."""
-    key: str
-    """Identity of the call for the duplicate guard: tool name and canonical arguments."""
+    arguments_json: str
+    """The arguments as the model wrote them, canonical JSON (sorted keys)."""
+
+    @property
+    def key(self) -> str:
+        """Identity of the call for the duplicate guard; empty for tools never cached."""
+        return self.tool.name + self.arguments_json if self.tool.cache else ""
 
 
 @dataclass(slots=True)
@@ -68,6 +73,8 @@ class ToolOutcome:
     """None for a call that was refused before it could run."""
     observation: str
     """What the model is told."""
+    arguments: str = ""
+    """The call's arguments as JSON, to show beside its result."""
     output: JsonValue = None
     error: str | None = None
     ends_run: bool = False
@@ -141,9 +148,9 @@ class Executor:
             arguments=piece.arguments,
             format=piece.format,
         )
-        # Keyed on the arguments as written: equal JSON is an equal call, whatever the order.
-        key = tool.name + json.dumps(piece.arguments, sort_keys=True) if tool.cache else ""
-        return PreparedCall(step, call_id, tool, dict(validated), key)
+        return PreparedCall(
+            step, call_id, tool, dict(validated), canonical_arguments(piece.arguments)
+        )
 
     def _refuse(
         self, step: int, call_id: str, name: str | None, raw: str, reason: str
@@ -151,7 +158,7 @@ class Executor:
         self.ctx.emit(
             ToolCallInvalidEvent, step=step, call_id=call_id, name=name, raw=raw, reason=reason
         )
-        return ToolOutcome(call_id, name, None, f"Error: {reason}", error=reason)
+        return ToolOutcome(call_id, name, None, f"Error: {reason}", arguments=raw, error=reason)
 
     async def execute(self, call: PreparedCall) -> ToolOutcome:
         """Run one admitted call to its end: ok, error, timeout or cancelled."""
@@ -203,13 +210,14 @@ class Executor:
             f"Do not repeat identical calls.)\n"
         )
         return ToolOutcome(
-            call.call_id,
-            call.tool.name,
-            original.status,
-            note + original.observation,
-            original.output,
-            original.error,
-            original.ends_run,
+            call_id=call.call_id,
+            name=call.tool.name,
+            status=original.status,
+            observation=note + original.observation,
+            arguments=call.arguments_json,
+            output=original.output,
+            error=original.error,
+            ends_run=original.ends_run,
         )
 
     async def _run(self, call: PreparedCall) -> ToolOutcome:
@@ -253,13 +261,14 @@ class Executor:
             )
         observation = self._observation(output) if status == "ok" else f"Error: {error}"
         return ToolOutcome(
-            call.call_id,
-            tool.name,
-            status,
-            observation,
-            output,
-            error,
-            tool.ends_run and status == "ok",
+            call_id=call.call_id,
+            name=tool.name,
+            status=status,
+            observation=observation,
+            arguments=call.arguments_json,
+            output=output,
+            error=error,
+            ends_run=tool.ends_run and status == "ok",
         )
 
     @staticmethod
@@ -278,6 +287,11 @@ class Executor:
         if len(text) > limit:
             text = text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
         return text
+
+
+def canonical_arguments(arguments: dict[str, Any]) -> str:
+    """Arguments as JSON with sorted keys: equal JSON is an equal call, whatever the order."""
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 def _jsonable(value: Any) -> JsonValue:

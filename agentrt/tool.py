@@ -177,4 +177,5 @@ def finish(answer: str) -> str:
 @functools.cache
 def finish_tool() -> Tool:
     """The engine's own `finish` tool, offered in every run (built on first use)."""
-    return Tool(finish, ends_run=True)
+    # Not cached: a refused finish (see the react planner's early-finish guard) may be repeated.
+    return Tool(finish, ends_run=True, cache=False)

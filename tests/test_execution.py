@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 from conftest import MakeAgent
@@ -11,11 +13,28 @@ from agentrt import (
     Event,
     GuardEvent,
     ModelRequest,
+    ScriptedModel,
     ToolCallEvent,
     ToolCallInvalidEvent,
     ToolFinishedEvent,
     ToolStartedEvent,
+    TrajectoryHeader,
+    Workspace,
 )
+from agentrt.context import RunContext
+from agentrt.execution import Executor, PreparedCall
+from agentrt.parsing import CallPiece
+
+
+def _header() -> TrajectoryHeader:
+    return TrajectoryHeader(
+        run_id="run",
+        created=datetime.now(UTC),
+        query="q",
+        model="m",
+        workspace="w",
+        workspace_fingerprint="f",
+    )
 
 
 def observations(request: ModelRequest) -> list[tuple[str | None, str]]:
@@ -188,14 +207,24 @@ class TestDuplicateGuard:
         assert obs[1].startswith("(You already made this exact call as call_1_1;")
         assert obs[1].endswith("\n4")
 
-    async def test_repeat_in_the_same_turn_runs_once(
-        self, make_agent: MakeAgent, seen: Any
+    async def test_identical_calls_in_flight_run_once(
+        self, workspace: Workspace, seen: Any
     ) -> None:
-        """Two identical calls in flight together execute once."""
-        turn = call("nap", seconds=0.02, label="x") * 2
-        events = await run(make_agent([turn, "ok"]))
-        assert len(of(events, ToolStartedEvent)) == 1
-        assert [e.cached for e in of(events, ToolFinishedEvent)] == [False, True]
+        """Two identical calls running at the same time execute once; the second waits for
+        the first's result (a plan can start identical nodes together)."""
+        ctx = RunContext("run", ScriptedModel([]), _header(), None)
+        executor = Executor(
+            ctx, workspace.tools, timeout=5, max_concurrency=4, max_observation_chars=1000
+        )
+        piece = CallPiece("nap", {"seconds": 0.02, "label": "x"}, "raw", "json")
+        first = executor.admit(piece, step=1, call_id="a")
+        second = executor.admit(piece, step=1, call_id="b")
+        assert isinstance(first, PreparedCall)
+        assert isinstance(second, PreparedCall)
+        a, b = await asyncio.gather(executor.execute(first), executor.execute(second))
+        assert (a.output, b.output) == ("slept 0.02", "slept 0.02")
+        assert b.observation.startswith("(You already made this exact call as a;")
+        assert seen.max_in_flight == 1
 
     async def test_uncached_tools_run_every_time(self, make_agent: MakeAgent) -> None:
         """A tool declared cache=False is never answered from the cache."""

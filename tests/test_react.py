@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import MakeAgent
-from helpers import call, check_stream, last
+from helpers import call, check_stream, finish, last
 
 from agentrt import (
     Event,
+    GuardEvent,
     ModelErrorEvent,
     ModelResponseEvent,
     NativeToolCall,
@@ -111,6 +112,37 @@ class TestFormats:
         events = await run(agent)
         assert (last(events).answer, last(events).steps) == ("Here it is.", 2)
         assert agent.model.requests[1].messages[-1].content.startswith("Your last reply was empty.")
+
+
+class TestEarlyFinish:
+    async def test_finish_beside_other_calls_is_refused(self, make_agent: MakeAgent) -> None:
+        """A finish written in the same turn as other calls comes before their results: it is
+        refused with a guard event, and the model answers from the results next turn."""
+        agent = make_agent([call("add", a=20, b=22) + finish("41, I guess"), finish("42")])
+        events = await run(agent)
+        (guard,) = of(events, GuardEvent)
+        assert (guard.kind, guard.call_id) == ("early_finish", "call_1_2")
+        assert guard.detail == "finish came in the same turn as add, before their results"
+        observed = [m.content for m in agent.model.requests[1].messages if m.role == "tool"]
+        assert observed[0] == "42"
+        assert observed[1].startswith("Not finished: you called finish in the same reply")
+        assert (last(events).answer, last(events).steps) == ("42", 2)
+
+
+class TestRepetition:
+    async def test_a_call_repeated_in_one_turn_cuts_the_answer(self, make_agent: MakeAgent) -> None:
+        """A model that writes the same call twice in one turn is looping: the repeat is not
+        run, a guard event says so, and the rest of its answer is not read."""
+        looping = call("add", a=1, b=2) + call("echo", text="x") + call("add", a=1, b=2) * 5
+        agent = make_agent([looping, "3"], token_delay=0.001)
+        events = await run(agent)
+        (guard,) = of(events, GuardEvent)
+        assert (guard.kind, guard.call_id) == ("repetition", "call_1_3")
+        assert [e.name for e in of(events, ToolCallEvent)] == ["add", "echo"]
+        # The recorded answer stops with the chunk where it was cut: replay sees the same.
+        (first,) = [e for e in of(events, ModelResponseEvent) if e.step == 1]
+        assert first.text.count("</tool_call>") == 3
+        assert last(events).answer == "3"
 
 
 class TestModelFailures:

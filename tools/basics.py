@@ -59,7 +59,8 @@ def _evaluate(node: ast.AST) -> float:
 
 @tool
 def calculate(expression: str) -> float:
-    """Evaluate an arithmetic expression exactly, e.g. "0.175 * 2340" or "sqrt(2) * 10".
+    """Evaluate an arithmetic expression exactly, e.g. "sqrt(2) * 10". A percentage is a
+    fraction: 17.5% of 2340 is "0.175 * 2340".
 
     Args:
         expression: Numbers with + - * / // % ** and parentheses; functions sqrt, log, exp,

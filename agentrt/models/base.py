@@ -36,6 +36,9 @@ class Message(BaseModel):
     """For a `tool` message: the call it answers."""
     name: str | None = None
     """For a `tool` message: the tool that produced it."""
+    arguments: str | None = None
+    """For a `tool` message: the call's arguments (JSON), shown to models that take results as
+    text so that each result is read against its call."""
 
 
 class ToolDefinition(BaseModel):
@@ -97,9 +100,10 @@ class Model(Protocol):
 
     @property
     def native_tools(self) -> bool:
-        """True: tools go to the model as `request.tools` and calls come back as native
-        `tool_calls`. False: the prompt describes the tools and the model writes its calls in
-        text, and tool results come back as a user message (see `text_mode_messages`)."""
+        """True: the backend shows the model `request.tools` itself (as native tools, or
+        through the model's own chat template), so the prompt need not describe them. False:
+        the prompt describes the tools and how to write a call. Either way, calls written in
+        the text are parsed and run."""
         ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]: ...
@@ -122,7 +126,7 @@ def text_mode_messages(messages: list[Message], nudge: str = TOOL_RESULTS_NUDGE)
     results: list[str] = []
     for message in [*messages, None]:
         if message is not None and message.role == "tool":
-            results.append(f"[{message.tool_call_id}] {message.name}: {message.content}")
+            results.append(f"- {message.name} {message.arguments or ''} → {message.content}")
             continue
         if results:
             body = "Results of your tool calls:\n" + "\n".join(results) + "\n\n" + nudge

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from agentrt.events import (
+    GuardEvent,
     ModelErrorEvent,
     NativeToolCall,
     TextDeltaEvent,
@@ -25,9 +27,10 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.exceptions import ModelError, StreamInterrupted
-from agentrt.execution import Batch, ToolOutcome
+from agentrt.execution import Batch, ToolOutcome, canonical_arguments
 from agentrt.models.base import (
     Message,
+    ModelChunk,
     ModelRequest,
     TextChunk,
     ToolCallChunk,
@@ -66,14 +69,22 @@ async def run_react(task: PlannerInput) -> PlannerResult:
     budget = task.settings.token_budget
     for step in range(1, task.step_budget + 1):
         turn = await _turn_with_retries(task, messages, step, parser, assembler, definitions)
+        ended = next((o for o in turn.outcomes if o.ends_run), None)
+        if ended is not None and _finished_too_early(task, step, turn, ended):
+            ended = None
         messages.append(
             Message(role="assistant", content=turn.raw_text, tool_calls=tuple(turn.native_calls))
         )
         for o in turn.outcomes:
             messages.append(
-                Message(role="tool", content=o.observation, tool_call_id=o.call_id, name=o.name)
+                Message(
+                    role="tool",
+                    content=o.observation,
+                    tool_call_id=o.call_id,
+                    name=o.name,
+                    arguments=o.arguments,
+                )
             )
-        ended = next((o for o in turn.outcomes if o.ends_run), None)
         if ended is not None:
             return PlannerResult("ok", str(ended.output), step)
         if not turn.outcomes:
@@ -84,6 +95,26 @@ async def run_react(task: PlannerInput) -> PlannerResult:
         if budget is not None and task.ctx.usage.total_tokens >= budget:
             return PlannerResult("budget_exhausted", None, step)
     return PlannerResult("budget_exhausted", None, task.step_budget)
+
+
+def _finished_too_early(task: PlannerInput, step: int, turn: _Turn, ended: ToolOutcome) -> bool:
+    """A model that finishes in the same turn as it calls other tools answers before it has
+    seen their results (they run while it writes): refuse the finish so that it reads them."""
+    others = sorted({str(o.name) for o in turn.outcomes if o is not ended and o.status})
+    if not others:
+        return False
+    task.ctx.emit(
+        GuardEvent,
+        step=step,
+        call_id=ended.call_id,
+        kind="early_finish",
+        detail=f"{ended.name} came in the same turn as {', '.join(others)}, before their results",
+    )
+    ended.observation = (
+        f"Not finished: you called {ended.name} in the same reply as other tools, before seeing "
+        f"their results. Read the results, then call {ended.name} with the answer they support."
+    )
+    return True
 
 
 async def _turn_with_retries(
@@ -139,8 +170,10 @@ async def _turn(
 
     async with asyncio.TaskGroup() as tg:
         batch = Batch(task.executor, tg)
+        written: set[str] = set()
 
-        def dispatch(pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> None:
+        def dispatch(pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:
+            """Start the calls among `pieces`; True when the model is looping and must stop."""
             for piece in pieces:
                 if isinstance(piece, TextPiece):
                     visible.append(piece.text)
@@ -151,20 +184,46 @@ async def _turn(
                     if isinstance(piece, CallPiece) and piece.id
                     else f"call_{step}_{len(batch.outcomes) + 1}"
                 )
+                if isinstance(piece, CallPiece):
+                    identity = piece.name + canonical_arguments(piece.arguments)
+                    if identity in written:
+                        ctx.emit(
+                            GuardEvent,
+                            step=step,
+                            call_id=call_id,
+                            kind="repetition",
+                            detail=f"{piece.name} was written again with the same arguments in "
+                            "this turn; the answer is cut here",
+                        )
+                        return True
+                    written.add(identity)
                 batch.add(task.executor.admit(piece, step=step, call_id=call_id))
+            return False
 
+        stream = ctx.model.stream(request)
+        looping = False
         try:
-            async for chunk in ctx.model.stream(request):
+            async for chunk in stream:
                 if isinstance(chunk, TextChunk):
                     raw.append(chunk.text)
-                    dispatch(parser.feed(chunk.text))
+                    looping = dispatch(parser.feed(chunk.text))
                 elif isinstance(chunk, ToolCallChunk):
                     native.append(chunk)
-                    dispatch(assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments))
+                    looping = dispatch(
+                        assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments)
+                    )
                 elif isinstance(chunk, UsageChunk):
                     usage = chunk.usage
-            dispatch(parser.close())
-            dispatch(assembler.close())
+                if looping:
+                    # Cut off mid-answer, the model sends no usage: count what it wrote.
+                    usage = Usage(completion_tokens=len(raw) + len(native))
+                    break
+            if looping:
+                parser.close()
+                assembler.close()
+            else:
+                dispatch(parser.close())
+                dispatch(assembler.close())
         except Exception as exc:
             # Calls already running belong to an answer that will not be finished: stop them,
             # and drop what was half-parsed.
@@ -182,6 +241,8 @@ async def _turn(
                 usage=usage,
                 duration=time.perf_counter() - started,
             )
+        finally:
+            await _close(stream)
     if failure is not None:
         raise failure
     return _Turn(
@@ -190,6 +251,13 @@ async def _turn(
         native_calls=native_calls,
         outcomes=[o for o in batch.outcomes if o is not None],
     )
+
+
+async def _close(stream: AsyncIterator[ModelChunk]) -> None:
+    """Close a model's stream that was left early (async generators have `aclose`)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _fold(chunks: list[ToolCallChunk]) -> list[NativeToolCall]:

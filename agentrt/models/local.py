@@ -1,0 +1,195 @@
+"""The embedded model: a GGUF model run in-process by llama-cpp-python. No server, no key.
+
+    stream(request) ──► lock ──► worker thread: llama.create_chat_completion(stream=True)
+                                    │ each chunk, via loop.call_soon_threadsafe
+                                    ▼
+                        asyncio queue ──► TextChunk … UsageChunk ──► caller
+
+Generation runs in a worker thread, so the event loop keeps serving other runs and tools
+while tokens are produced. One `Llama` computes one answer at a time (it is not thread-safe):
+concurrent calls wait their turn. A JSON step (`request.json_schema`) is constrained by a
+grammar built from the schema, so its answer always parses.
+
+Tools reach the model through its own chat template (Qwen's `<tools>` preamble, which it was
+trained on); it writes calls as text — small models write bare or fenced JSON more often than
+`<tool_call>` tags, and the parser takes all three — and gets results back as one user message
+with a nudge to answer (`text_mode_messages`), the form a 0.5B model answers well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agentrt.events import Usage
+from agentrt.exceptions import ModelError, UserError
+from agentrt.models.base import (
+    Message,
+    ModelChunk,
+    ModelRequest,
+    TextChunk,
+    UsageChunk,
+    text_mode_messages,
+)
+from agentrt.models.weights import WeightPack, materialize, weight_packs
+
+__all__ = ["DEFAULT_PACK", "SMALL_PACK", "LocalModel"]
+
+DEFAULT_PACK = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+SMALL_PACK = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+
+_END = object()
+
+
+class LocalModel:
+    """A GGUF model run in this process.
+
+    :param model: a weight pack name (see `weights.json`) or a path to a `.gguf` file
+    :param n_ctx: context window, in tokens
+    :param n_threads: CPU threads for generation; 2 suits a 2-core machine
+    :param max_tokens: most tokens one answer may take (a request's own `max_tokens` wins)
+    :param temperature: sampling temperature; 0 makes answers repeatable
+    :param seed: sampling seed
+    :param progress: called with (bytes done, bytes in all) while weights are joined, once
+    """
+
+    native_tools = True
+    """Tools go to the chat template, not into agentrt's prompt (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_PACK,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int = 2,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int = 0,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        packs = weight_packs()
+        self._pack: WeightPack | None = packs.get(model) if isinstance(model, str) else None
+        self._path: Path | None = None
+        if self._pack is not None:
+            self._name = self._pack.name
+        else:
+            self._path = Path(model)
+            if not self._path.is_file():
+                msg = f"no model {str(model)!r}: give a .gguf file or one of: {', '.join(packs)}"
+                raise UserError(msg)
+            self._name = self._path.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self._progress = progress
+        self._llama: Any = None
+        self._loading = asyncio.Lock()
+        self._busy = asyncio.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def load(self) -> None:
+        """Join the weights if needed and load the model (done by the first call otherwise)."""
+        async with self._loading:
+            if self._llama is None:
+                self._llama = await anyio.to_thread.run_sync(self._load_blocking)
+
+    def _load_blocking(self) -> Any:
+        path = self._path
+        if path is None:
+            assert self._pack is not None
+            path = materialize(self._pack, progress=self._progress)
+        # OpenMP threads that spin while idle starve everything else on a small machine
+        # (generation fell 15x on a busy 2-core host); this must be set before llama_cpp loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            msg = "the embedded model needs llama-cpp-python: pip install 'agentrt[local]'"
+            raise UserError(msg) from None
+        return Llama(
+            model_path=str(path),
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            seed=self.seed,
+            verbose=False,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        await self.load()
+        messages = [_as_dict(m) for m in text_mode_messages(request.messages)]
+        kwargs: dict[str, Any] = {
+            "messages": messages,
+            "stream": True,
+            "max_tokens": request.max_tokens or self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+        if request.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        elif request.tools:
+            kwargs["tools"] = [
+                {"type": "function", "function": t.model_dump()} for t in request.tools
+            ]
+            # Past a call, small models tend to write the result themselves: stop them there.
+            kwargs["stop"] = ["<tool_response>"]
+        async with self._busy:
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+            stop = threading.Event()
+            worker = loop.run_in_executor(
+                None, self._generate, kwargs, stop, loop, queue.put_nowait
+            )
+            completion = 0
+            try:
+                while (item := await queue.get()) is not _END:
+                    if isinstance(item, BaseException):
+                        msg = f"local generation failed: {type(item).__name__}: {item}"
+                        raise ModelError(msg) from item
+                    text = item["choices"][0]["delta"].get("content") if item["choices"] else None
+                    if text:
+                        completion += 1
+                        yield TextChunk(text=text)
+            finally:
+                # Stop the thread and wait for it before the next answer may use the model.
+                stop.set()
+                with anyio.CancelScope(shield=True):
+                    await worker
+            prompt = await anyio.to_thread.run_sync(self._count_tokens, messages)
+            yield UsageChunk(usage=Usage(prompt_tokens=prompt, completion_tokens=completion))
+
+    def _generate(
+        self,
+        kwargs: dict[str, Any],
+        stop: threading.Event,
+        loop: asyncio.AbstractEventLoop,
+        put: Callable[[Any], None],
+    ) -> None:
+        try:
+            for chunk in self._llama.create_chat_completion(**kwargs):
+                if stop.is_set():
+                    break
+                loop.call_soon_threadsafe(put, chunk)
+        except Exception as exc:
+            loop.call_soon_threadsafe(put, exc)
+        finally:
+            loop.call_soon_threadsafe(put, _END)
+
+    def _count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        text = "\n".join(str(m["content"]) for m in messages)
+        return len(self._llama.tokenize(text.encode(), add_bos=False, special=True))
+
+
+def _as_dict(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": message.content}
