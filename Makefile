@@ -1,25 +1,26 @@
-# Every target first installs what it needs into .venv (once; again when pyproject.toml changes).
-PYTHON ?= python3
-VENV := .venv
-BIN := $(VENV)/bin
+# Each target first installs what it needs into .venv (again when pyproject.toml changes).
+# The very first install builds llama.cpp (15-20 min on 2 cores) and downloads model weights.
 
 .PHONY: run test bench
 
-# The main job: answer a question on the embedded defaults (no server, no key, no network).
-run: $(VENV)/.installed
-	$(BIN)/agentrt run
+# The main job: answer a question with the embedded model (no server, no key, no network).
+run: .venv/.installed-run
+	.venv/bin/agentrt run
 
-# Every check: lint, format, types (strict on agentrt/), tests.
-test: $(VENV)/.installed
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
-	$(BIN)/pytest
+# Every check: lint, format, types (strict on agentrt/), tests (a real model among them).
+test: .venv/.installed-dev
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+	.venv/bin/pytest
 
-bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/overhead.py
+bench: .venv/.installed-dev
+	.venv/bin/python benchmarks/overhead.py
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -e '.[dev]'
+.venv/.installed-run: pyproject.toml scripts/install
+	scripts/install local,model-default
+	touch $@
+
+.venv/.installed-dev: pyproject.toml scripts/install
+	scripts/install dev
 	touch $@

@@ -1,38 +1,248 @@
 """agentrt: an asyncio agent runtime.
 
-from agentrt import Agent, ScriptedModel
+from agentrt import Agent, LocalModel
 
-agent = Agent(model=ScriptedModel(["Hello!"]))
-async for event in agent.run("Say hello"):
+agent = Agent(model=LocalModel())  # the default workspace, the embedded model
+async for event in agent.run("What is 17.5% of 2340?"):
     ...
 """
 
-from agentrt._version import __version__
-from agentrt.agent import Agent, RunResult
-from agentrt.events import *  # noqa: F403
-from agentrt.events import __all__ as _events_all
-from agentrt.exceptions import *  # noqa: F403
-from agentrt.exceptions import __all__ as _exceptions_all
-from agentrt.models import *  # noqa: F403
-from agentrt.models import __all__ as _models_all
-from agentrt.settings import AgentSettings
-from agentrt.strategy import Strategy
-from agentrt.tool import Tool, tool
-from agentrt.trajectory import Trajectory, TrajectoryHeader
-from agentrt.workspace import Workspace
+import typing
+
+from agentrt._version import __version__ as __version__
+from agentrt.agent import (
+    Agent as Agent,
+)
+from agentrt.agent import (
+    RunResult as RunResult,
+)
+from agentrt.events import (
+    ClassifiedEvent as ClassifiedEvent,
+)
+from agentrt.events import (
+    Event as Event,
+)
+from agentrt.events import (
+    EventBase as EventBase,
+)
+from agentrt.events import (
+    GuardEvent as GuardEvent,
+)
+from agentrt.events import (
+    ModelErrorEvent as ModelErrorEvent,
+)
+from agentrt.events import (
+    ModelResponseEvent as ModelResponseEvent,
+)
+from agentrt.events import (
+    NarrowedTool as NarrowedTool,
+)
+from agentrt.events import (
+    NativeToolCall as NativeToolCall,
+)
+from agentrt.events import (
+    RunFinishedEvent as RunFinishedEvent,
+)
+from agentrt.events import (
+    RunStartedEvent as RunStartedEvent,
+)
+from agentrt.events import (
+    RunStatus as RunStatus,
+)
+from agentrt.events import (
+    StrategySelectedEvent as StrategySelectedEvent,
+)
+from agentrt.events import (
+    TextDeltaEvent as TextDeltaEvent,
+)
+from agentrt.events import (
+    Timings as Timings,
+)
+from agentrt.events import (
+    ToolCallEvent as ToolCallEvent,
+)
+from agentrt.events import (
+    ToolCallInvalidEvent as ToolCallInvalidEvent,
+)
+from agentrt.events import (
+    ToolFinishedEvent as ToolFinishedEvent,
+)
+from agentrt.events import (
+    ToolsNarrowedEvent as ToolsNarrowedEvent,
+)
+from agentrt.events import (
+    ToolStartedEvent as ToolStartedEvent,
+)
+from agentrt.events import (
+    ToolStatus as ToolStatus,
+)
+from agentrt.events import (
+    TurnStartedEvent as TurnStartedEvent,
+)
+from agentrt.events import (
+    Usage as Usage,
+)
+from agentrt.events import (
+    event_adapter as event_adapter,
+)
+from agentrt.exceptions import (
+    AgentrtError as AgentrtError,
+)
+from agentrt.exceptions import (
+    ModelError as ModelError,
+)
+from agentrt.exceptions import (
+    RequestRejected as RequestRejected,
+)
+from agentrt.exceptions import (
+    RetriesExhausted as RetriesExhausted,
+)
+from agentrt.exceptions import (
+    ScriptExhausted as ScriptExhausted,
+)
+from agentrt.exceptions import (
+    StreamInterrupted as StreamInterrupted,
+)
+from agentrt.exceptions import (
+    ToolDefinitionError as ToolDefinitionError,
+)
+from agentrt.exceptions import (
+    ToolError as ToolError,
+)
+from agentrt.exceptions import (
+    UserError as UserError,
+)
+from agentrt.exceptions import (
+    WorkspaceError as WorkspaceError,
+)
+from agentrt.models import (
+    Message as Message,
+)
+from agentrt.models import (
+    Model as Model,
+)
+from agentrt.models import (
+    ModelChunk as ModelChunk,
+)
+from agentrt.models import (
+    ModelRequest as ModelRequest,
+)
+from agentrt.models import (
+    ScriptedModel as ScriptedModel,
+)
+from agentrt.models import (
+    ScriptedTurn as ScriptedTurn,
+)
+from agentrt.models import (
+    TextChunk as TextChunk,
+)
+from agentrt.models import (
+    ToolCallChunk as ToolCallChunk,
+)
+from agentrt.models import (
+    ToolDefinition as ToolDefinition,
+)
+from agentrt.models import (
+    UsageChunk as UsageChunk,
+)
+from agentrt.models.local import (
+    LocalModel as LocalModel,
+)
+from agentrt.settings import (
+    AgentSettings as AgentSettings,
+)
+from agentrt.strategy import (
+    Strategy as Strategy,
+)
+from agentrt.tool import (
+    Tool as Tool,
+)
+from agentrt.tool import (
+    tool as tool,
+)
+from agentrt.trajectory import (
+    Trajectory as Trajectory,
+)
+from agentrt.trajectory import (
+    TrajectoryHeader as TrajectoryHeader,
+)
+from agentrt.workspace import (
+    Workspace as Workspace,
+)
+
+if typing.TYPE_CHECKING:
+    from agentrt.models.openai import OpenAIModel as OpenAIModel
+    from agentrt.models.openai import OpenAISettings as OpenAISettings
 
 __all__ = [
     "Agent",
     "AgentSettings",
+    "AgentrtError",
+    "ClassifiedEvent",
+    "Event",
+    "EventBase",
+    "GuardEvent",
+    "LocalModel",
+    "Message",
+    "Model",
+    "ModelChunk",
+    "ModelError",
+    "ModelErrorEvent",
+    "ModelRequest",
+    "ModelResponseEvent",
+    "NarrowedTool",
+    "NativeToolCall",
+    "OpenAIModel",
+    "OpenAISettings",
+    "RequestRejected",
+    "RetriesExhausted",
+    "RunFinishedEvent",
     "RunResult",
+    "RunStartedEvent",
+    "RunStatus",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "ScriptedTurn",
     "Strategy",
+    "StrategySelectedEvent",
+    "StreamInterrupted",
+    "TextChunk",
+    "TextDeltaEvent",
+    "Timings",
     "Tool",
+    "ToolCallChunk",
+    "ToolCallEvent",
+    "ToolCallInvalidEvent",
+    "ToolDefinition",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolFinishedEvent",
+    "ToolStartedEvent",
+    "ToolStatus",
+    "ToolsNarrowedEvent",
     "Trajectory",
     "TrajectoryHeader",
+    "TurnStartedEvent",
+    "Usage",
+    "UsageChunk",
+    "UserError",
     "Workspace",
+    "WorkspaceError",
     "__version__",
+    "event_adapter",
     "tool",
-    *_events_all,
-    *_exceptions_all,
-    *_models_all,
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The OpenAI client loads httpx, tenacity and pydantic-settings: only when asked for.
+    if name in ("OpenAIModel", "OpenAISettings"):
+        from agentrt.models import openai
+
+        return getattr(openai, name)
+    msg = f"module 'agentrt' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "OpenAIModel", "OpenAISettings"})

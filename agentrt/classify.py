@@ -34,7 +34,9 @@ def classification_schema(
     the suggested contexts are among the workspace's (none when it has none)."""
     suggested: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": contexts}}
     if not contexts:
-        suggested = {"type": "array", "maxItems": 0}
+        # With `items` given, grammar builders (llama.cpp's) honour maxItems; without, they
+        # allow any array, and a small model fills it with invented text.
+        suggested = {"type": "array", "items": {"type": "string"}, "maxItems": 0}
     return {
         "type": "object",
         "properties": {

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.panel import Panel
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
 from agentrt.agent import Agent
 from agentrt.events import (
@@ -42,7 +43,9 @@ err = Console(stderr=True, soft_wrap=True)
 
 _FILE = {"exists": True, "dir_okay": False}
 
-DEMO_QUESTION = "How many days are there from 2024-02-10 to 2025-03-01, and what is 17.5% of 2340?"
+DEMO_QUESTION = (
+    "How many days are there from 2024-02-10 to 2025-03-01, and what is the square root of 1764?"
+)
 
 
 def main() -> None:
@@ -54,17 +57,20 @@ def _demo_model() -> Model:
 
     def answer(request: ModelRequest) -> str:
         results = {m.tool_call_id: m.content for m in request.messages if m.role == "tool"}
-        days, share = results.get("call_1_1", "?"), results.get("call_1_2", "?")
-        text = f"From 2024-02-10 to 2025-03-01 there are {days} days, and 17.5% of 2340 is {share}."
+        days, root = results.get("call_1_1", "?"), results.get("call_1_2", "?")
+        text = (
+            f"From 2024-02-10 to 2025-03-01 there are {days} days; "
+            f"the square root of 1764 is {root}."
+        )
         return _call("finish", answer=text)
 
     return ScriptedModel(
         [
             '{"query_type": "exploratory", "language": "eng", "suggested_contexts": []}',
-            "I need a date difference and a percentage; both can be computed at once.\n"
+            "I need a date difference and a square root; both can be computed at once.\n"
             + _call("days_between", start="2024-02-10", end="2025-03-01")
             + "\n"
-            + _call("calculate", expression="0.175 * 2340"),
+            + _call("calculate", expression="sqrt(1764)"),
             answer,
         ],
         token_delay=0.02,
@@ -76,17 +82,54 @@ def _call(name: str, **arguments: str) -> str:
     return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
+MODEL_HELP = (
+    "Which model answers: 'local' (the embedded Qwen2.5-Coder-1.5B), 'local:small' (its 0.5B "
+    "sibling), 'local:PATH.gguf', 'openai' or 'openai:NAME' (an OpenAI-compatible server, "
+    "configured by AGENTRT_OPENAI_* variables), or 'demo' (a scripted recording)."
+)
+
+
 def _load_model(spec: str) -> Model:
-    if spec == "demo":
+    kind, _, rest = spec.partition(":")
+    if kind == "demo":
         return _demo_model()
-    msg = f"unknown model {spec!r}; available: demo"
+    if kind == "local":
+        from agentrt.models.local import DEFAULT_PACK, SMALL_PACK, LocalModel
+
+        return LocalModel({"": DEFAULT_PACK, "small": SMALL_PACK}.get(rest, rest))
+    if kind == "openai":
+        from agentrt.models.openai import OpenAIModel, OpenAISettings
+
+        return OpenAIModel(OpenAISettings(model=rest) if rest else OpenAISettings())
+    msg = f"unknown model {spec!r}: {MODEL_HELP}"
     raise UserError(msg)
+
+
+async def _prepare(model: Model) -> None:
+    """Load a local model before the run, showing progress: the first use joins its weights."""
+    from agentrt.models.local import LocalModel
+
+    if not isinstance(model, LocalModel):
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(f"loading {model.name}", total=None)
+        model.progress = lambda done, total: progress.update(
+            task, description=f"joining the weights of {model.name}", completed=done, total=total
+        )
+        await model.load()
 
 
 @app.command()
 def run(
     question: Annotated[str, typer.Argument(help="The question to answer.")] = DEMO_QUESTION,
-    model: Annotated[str, typer.Option(help="Which model answers.")] = "demo",
+    model: Annotated[str, typer.Option(help=MODEL_HELP)] = "local",
     workspace: Annotated[
         Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
     ] = None,
@@ -120,11 +163,18 @@ def run(
             "not a language model."
         )
     show: Callable[[Event], None] = _print_json if as_json else _Live(Console())
-    status = anyio.run(_consume, events, show)
+    try:
+        status = anyio.run(_consume, agent.model, events, show)
+    except UserError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
     raise typer.Exit(0 if status == "ok" else 1)
 
 
-async def _consume(events: AsyncIterator[Event], show: Callable[[Event], None]) -> str:
+async def _consume(
+    model: Model, events: AsyncIterator[Event], show: Callable[[Event], None]
+) -> str:
+    await _prepare(model)
     status = "error"
     async for event in events:
         show(event)

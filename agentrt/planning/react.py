@@ -208,6 +208,10 @@ async def _turn(
                     raw.append(chunk.text)
                     looping = dispatch(parser.feed(chunk.text))
                 elif isinstance(chunk, ToolCallChunk):
+                    if not chunk.id:
+                        # Some servers send no call ids; the assistant message and the result
+                        # must still agree on one, so give it here, where both come from.
+                        chunk = chunk.model_copy(update={"id": f"call_{step}_n{chunk.index}"})
                     native.append(chunk)
                     looping = dispatch(
                         assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments)

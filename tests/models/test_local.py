@@ -1,0 +1,107 @@
+"""The embedded model for real: Qwen2.5-Coder-0.5B run in this process, bounded by tokens.
+
+These tests assert what the runtime guarantees, not what a 0.5B model knows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TEST_WORKSPACE
+from helpers import check_stream
+
+from agentrt import (
+    Agent,
+    AgentSettings,
+    ClassifiedEvent,
+    LocalModel,
+    Message,
+    ModelRequest,
+    ModelResponseEvent,
+    TextChunk,
+    Trajectory,
+    UsageChunk,
+    UserError,
+)
+from agentrt.classify import Classification, classification_schema
+from agentrt.replay import replay
+
+
+@pytest.fixture(scope="module")
+def local(small_model_path: Path) -> LocalModel:
+    return LocalModel(small_model_path, max_tokens=48)
+
+
+async def test_tokens_stream_while_the_loop_runs(local: LocalModel) -> None:
+    """Generation happens in a worker thread: another coroutine keeps running between tokens,
+    and usage is counted locally."""
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    ticker = asyncio.create_task(tick())
+    request = ModelRequest(
+        messages=[Message(role="user", content="Count from one to twenty, in words.")],
+        max_tokens=40,
+    )
+    token_times: list[float] = []
+    usage = None
+    async for chunk in local.stream(request):
+        if isinstance(chunk, TextChunk):
+            token_times.append(time.perf_counter())
+        elif isinstance(chunk, UsageChunk):
+            usage = chunk.usage
+    ticker.cancel()
+    assert len(token_times) >= 10
+    between = [t for t in ticks if token_times[0] < t < token_times[-1]]
+    assert len(between) >= 5, "the event loop was blocked while the model generated"
+    assert usage is not None
+    assert usage.completion_tokens == len(token_times)
+    assert usage.prompt_tokens > 5
+
+
+async def test_json_steps_always_parse(local: LocalModel, workspace: object) -> None:
+    """An answer under a JSON schema is constrained by a grammar: it parses and fits."""
+    from agentrt import Workspace
+
+    assert isinstance(workspace, Workspace)
+    schema = classification_schema(workspace.strategies)
+    request = ModelRequest(
+        messages=[Message(role="user", content="Hello! What kind of question is this?")],
+        json_schema=schema,
+        max_tokens=60,
+    )
+    text = "".join([c.text async for c in local.stream(request) if isinstance(c, TextChunk)])
+    answer = Classification.model_validate(json.loads(text))
+    assert answer.query_type in workspace.strategies
+    assert answer.suggested_contexts == []
+
+
+async def test_a_short_real_run(local: LocalModel, tmp_path: Path) -> None:
+    """A whole run on the real model: classified by the model (never a fallback: the answer is
+    grammar-bound), streamed, recorded, and replayed from its trajectory to the same events."""
+    agent = Agent(TEST_WORKSPACE, model=local, settings=AgentSettings(trajectory_dir=tmp_path))
+    result = await agent.run_to_completion("What is 2 + 3? Use the add tool.")
+    events = result.trajectory.events
+    check_stream(events)
+    (classified,) = [e for e in events if isinstance(e, ClassifiedEvent)]
+    assert classified.method == "model"
+    turns = [e for e in events if isinstance(e, ModelResponseEvent) and e.purpose == "turn"]
+    assert turns
+    assert all(t.usage.completion_tokens <= 48 for t in turns)
+    assert result.status in ("ok", "budget_exhausted")
+    assert result.path is not None
+    _, difference = await replay(Trajectory.read(result.path))
+    assert difference is None
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"no model '.*nope\.gguf': give a \.gguf file or one of"):
+        LocalModel(tmp_path / "nope.gguf")
