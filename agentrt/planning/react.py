@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
 from agentrt.events import (
     GuardEvent,
@@ -34,8 +33,6 @@ from agentrt.models.base import (
     ModelRequest,
     TextChunk,
     ToolCallChunk,
-    ToolDefinition,
-    UsageChunk,
 )
 from agentrt.parsing import (
     CallPiece,
@@ -56,205 +53,217 @@ EMPTY_TURN_NUDGE = (
 
 
 async def run_react(task: PlannerInput) -> PlannerResult:
-    tools = list(task.tools.values())
-    # One parser and one assembler serve every turn: both start afresh after `close()`.
-    parser = ToolCallParser(TagSpec(t.name, t.text_param, t.split) for t in tools)
-    assembler = NativeToolCallAssembler()
-    definitions = [t.definition for t in tools]
-    messages = [
-        Message(role="system", content=task.system_prompt),
-        *task.history,
-        Message(role="user", content=task.query),
-    ]
-    budget = task.settings.token_budget
-    for step in range(1, task.step_budget + 1):
-        turn = await _turn_with_retries(task, messages, step, parser, assembler, definitions)
-        ended = next((o for o in turn.outcomes if o.ends_run), None)
-        if ended is not None and _finished_too_early(task, step, turn, ended):
-            ended = None
-        messages.append(
-            Message(role="assistant", content=turn.raw_text, tool_calls=tuple(turn.native_calls))
+    return await _ReAct(task).run()
+
+
+class _ReAct:
+    """One run of the planner: the conversation, and the parsers its turns share."""
+
+    def __init__(self, task: PlannerInput) -> None:
+        self.task = task
+        self.ctx = task.ctx
+        tools = list(task.tools.values())
+        # One parser and one assembler serve every turn: both start afresh after `close()`.
+        self.parser = ToolCallParser(TagSpec(t.name, t.text_param, t.split) for t in tools)
+        self.assembler = NativeToolCallAssembler()
+        self.definitions = [t.definition for t in tools]
+        self.messages = [
+            Message(role="system", content=task.system_prompt),
+            *task.history,
+            Message(role="user", content=task.query),
+        ]
+
+    async def run(self) -> PlannerResult:
+        budget = self.task.settings.token_budget
+        for step in range(1, self.task.step_budget + 1):
+            turn = await self._turn_with_retries(step)
+            ended = next((o for o in turn.outcomes if o.ends_run), None)
+            if ended is not None and self._finished_too_early(turn, ended):
+                ended = None
+            self._remember(turn)
+            if ended is not None:
+                return PlannerResult("ok", str(ended.output), step)
+            if not turn.outcomes:
+                answer = "".join(turn.visible).strip()
+                if answer:
+                    return PlannerResult("ok", answer, step)
+                self.messages.append(Message(role="user", content=EMPTY_TURN_NUDGE))
+            if budget is not None and self.ctx.usage.total_tokens >= budget:
+                return PlannerResult("budget_exhausted", None, step)
+        return PlannerResult("budget_exhausted", None, self.task.step_budget)
+
+    def _remember(self, turn: _Turn) -> None:
+        """The turn and its results, in call order, join the conversation."""
+        self.messages.append(
+            Message(role="assistant", content="".join(turn.raw), tool_calls=tuple(turn.calls))
         )
-        for o in turn.outcomes:
-            messages.append(
-                Message(
-                    role="tool",
-                    content=o.observation,
-                    tool_call_id=o.call_id,
-                    name=o.name,
-                    arguments=o.arguments,
-                )
+        self.messages.extend(
+            Message(
+                role="tool",
+                content=o.observation,
+                tool_call_id=o.call_id,
+                name=o.name,
+                arguments=o.arguments,
             )
-        if ended is not None:
-            return PlannerResult("ok", str(ended.output), step)
-        if not turn.outcomes:
-            answer = turn.visible_text.strip()
-            if answer:
-                return PlannerResult("ok", answer, step)
-            messages.append(Message(role="user", content=EMPTY_TURN_NUDGE))
-        if budget is not None and task.ctx.usage.total_tokens >= budget:
-            return PlannerResult("budget_exhausted", None, step)
-    return PlannerResult("budget_exhausted", None, task.step_budget)
+            for o in turn.outcomes
+        )
 
-
-def _finished_too_early(task: PlannerInput, step: int, turn: _Turn, ended: ToolOutcome) -> bool:
-    """A model that finishes in the same turn as it calls other tools answers before it has
-    seen their results (they run while it writes): refuse the finish so that it reads them."""
-    others = sorted({str(o.name) for o in turn.outcomes if o is not ended and o.status})
-    if not others:
-        return False
-    task.ctx.emit(
-        GuardEvent,
-        step=step,
-        call_id=ended.call_id,
-        kind="early_finish",
-        detail=f"{ended.name} came in the same turn as {', '.join(others)}, before their results",
-    )
-    ended.observation = (
-        f"Not finished: you called {ended.name} in the same reply as other tools, before seeing "
-        f"their results. Read the results, then call {ended.name} with the answer they support."
-    )
-    return True
-
-
-async def _turn_with_retries(
-    task: PlannerInput,
-    messages: list[Message],
-    step: int,
-    parser: ToolCallParser,
-    assembler: NativeToolCallAssembler,
-    definitions: list[ToolDefinition],
-) -> _Turn:
-    attempt = 0
-    while True:
-        try:
-            return await _turn(task, messages, step, parser, assembler, definitions)
-        except ModelError as exc:
-            retrying = isinstance(exc, StreamInterrupted) and attempt < task.settings.turn_retries
-            task.ctx.emit(
-                ModelErrorEvent, step=step, error=f"{type(exc).__name__}: {exc}", retrying=retrying
-            )
-            if not retrying:
-                raise
-            attempt += 1
-
-
-@dataclass(slots=True)
-class _Turn:
-    raw_text: str = ""
-    visible_text: str = ""
-    native_calls: list[NativeToolCall] = field(default_factory=list)
-    outcomes: list[ToolOutcome] = field(default_factory=list)
-
-
-async def _turn(
-    task: PlannerInput,
-    messages: list[Message],
-    step: int,
-    parser: ToolCallParser,
-    assembler: NativeToolCallAssembler,
-    definitions: list[ToolDefinition],
-) -> _Turn:
-    ctx = task.ctx
-    ctx.checkpoint()
-    ctx.steps = step
-    ctx.emit(TurnStartedEvent, step=step)
-    raw: list[str] = []
-    visible: list[str] = []
-    native: list[ToolCallChunk] = []
-    usage = Usage()
-    native_calls: list[NativeToolCall] = []
-    failure: Exception | None = None
-    request = ModelRequest(messages=messages, tools=definitions)
-    started = time.perf_counter()
-
-    async with asyncio.TaskGroup() as tg:
-        batch = Batch(task.executor, tg)
-        written: set[str] = set()
-
-        def dispatch(pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:
-            """Start the calls among `pieces`; True when the model is looping and must stop."""
-            for piece in pieces:
-                if isinstance(piece, TextPiece):
-                    visible.append(piece.text)
-                    ctx.emit(TextDeltaEvent, step=step, text=piece.text)
-                    continue
-                call_id = (
-                    piece.id
-                    if isinstance(piece, CallPiece) and piece.id
-                    else f"call_{step}_{len(batch.outcomes) + 1}"
-                )
-                if isinstance(piece, CallPiece):
-                    identity = piece.name + canonical_arguments(piece.arguments)
-                    if identity in written:
-                        ctx.emit(
-                            GuardEvent,
-                            step=step,
-                            call_id=call_id,
-                            kind="repetition",
-                            detail=f"{piece.name} was written again with the same arguments in "
-                            "this turn; the answer is cut here",
-                        )
-                        return True
-                    written.add(identity)
-                batch.add(task.executor.admit(piece, step=step, call_id=call_id))
+    def _finished_too_early(self, turn: _Turn, ended: ToolOutcome) -> bool:
+        """A model that finishes in the same turn as it calls other tools answers before it has
+        seen their results (they run while it writes): refuse the finish so that it reads them."""
+        others = sorted({str(o.name) for o in turn.outcomes if o is not ended and o.status})
+        if not others:
             return False
+        self.ctx.emit(
+            GuardEvent,
+            step=turn.step,
+            call_id=ended.call_id,
+            kind="early_finish",
+            detail=f"{ended.name} came in the same turn as {', '.join(others)}, before their "
+            "results",
+        )
+        ended.observation = (
+            f"Not finished: you called {ended.name} in the same reply as other tools, before "
+            f"seeing their results. Read the results, then call {ended.name} with the answer "
+            "they support."
+        )
+        return True
 
-        stream = ctx.model.stream(request)
-        looping = False
-        try:
-            async for chunk in stream:
-                if isinstance(chunk, TextChunk):
-                    raw.append(chunk.text)
-                    looping = dispatch(parser.feed(chunk.text))
-                elif isinstance(chunk, ToolCallChunk):
-                    if not chunk.id:
-                        # Some servers send no call ids; the assistant message and the result
-                        # must still agree on one, so give it here, where both come from.
-                        chunk = chunk.model_copy(update={"id": f"call_{step}_n{chunk.index}"})
-                    native.append(chunk)
-                    looping = dispatch(
-                        assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments)
-                    )
-                elif isinstance(chunk, UsageChunk):
-                    usage = chunk.usage
+    async def _turn_with_retries(self, step: int) -> _Turn:
+        attempt = 0
+        while True:
+            try:
+                return await self._turn(step)
+            except ModelError as exc:
+                retrying = (
+                    isinstance(exc, StreamInterrupted) and attempt < self.task.settings.turn_retries
+                )
+                self.ctx.emit(
+                    ModelErrorEvent,
+                    step=step,
+                    error=f"{type(exc).__name__}: {exc}",
+                    retrying=retrying,
+                )
+                if not retrying:
+                    raise
+                attempt += 1
+
+    async def _turn(self, step: int) -> _Turn:
+        ctx = self.ctx
+        ctx.checkpoint()
+        ctx.steps = step
+        ctx.emit(TurnStartedEvent, step=step)
+        request = ModelRequest(messages=self.messages, tools=self.definitions)
+        started = time.perf_counter()
+        failure: Exception | None = None
+        async with asyncio.TaskGroup() as tg:
+            turn = _Turn(self, step, Batch(self.task.executor, tg))
+            stream = ctx.model.stream(request)
+            try:
+                looping = False
+                async for chunk in stream:
+                    looping = turn.read(chunk)
+                    if looping:
+                        break
                 if looping:
                     # Cut off mid-answer, the model sends no usage: count what it wrote.
-                    usage = Usage(completion_tokens=len(raw) + len(native))
-                    break
-            if looping:
-                parser.close()
-                assembler.close()
+                    turn.usage = Usage(completion_tokens=len(turn.raw) + len(turn.native))
+                    self.parser.close()
+                    self.assembler.close()
+                else:
+                    turn.dispatch(self.parser.close())
+                    turn.dispatch(self.assembler.close())
+            except Exception as exc:
+                # Calls already running belong to an answer that will not be finished: stop
+                # them, and drop what was half-parsed. Raised once the group is closed, or the
+                # group would wrap it in an ExceptionGroup.
+                failure = exc
+                turn.batch.cancel()
+                self.parser.close()
+                self.assembler.close()
             else:
-                dispatch(parser.close())
-                dispatch(assembler.close())
-        except Exception as exc:
-            # Calls already running belong to an answer that will not be finished: stop them,
-            # and drop what was half-parsed.
-            failure = exc
-            batch.cancel()
-            parser.close()
-            assembler.close()
-        else:
-            native_calls = _fold(native)
-            ctx.record_model_response(
-                step=step,
-                purpose="turn",
-                text="".join(raw),
-                tool_calls=native_calls,
-                usage=usage,
-                duration=time.perf_counter() - started,
+                turn.calls = _fold(turn.native)
+                ctx.record_model_response(
+                    step=step,
+                    purpose="turn",
+                    text="".join(turn.raw),
+                    tool_calls=turn.calls,
+                    usage=turn.usage,
+                    duration=time.perf_counter() - started,
+                )
+            finally:
+                await _close(stream)
+        if failure is not None:
+            raise failure
+        return turn
+
+
+class _Turn:
+    """One turn: what the model writes, and the calls it starts as they close."""
+
+    def __init__(self, run: _ReAct, step: int, batch: Batch) -> None:
+        self.run = run
+        self.step = step
+        self.batch = batch
+        self.raw: list[str] = []
+        self.visible: list[str] = []
+        self.native: list[ToolCallChunk] = []
+        self.calls: list[NativeToolCall] = []
+        """The native calls, whole: for the conversation and the record."""
+        self.usage = Usage()
+        self._written: set[str] = set()
+
+    @property
+    def outcomes(self) -> list[ToolOutcome]:
+        return [o for o in self.batch.outcomes if o is not None]
+
+    def read(self, chunk: ModelChunk) -> bool:
+        """Take one chunk of the model's stream; True when the model is looping and must stop."""
+        run = self.run
+        if isinstance(chunk, TextChunk):
+            self.raw.append(chunk.text)
+            return self.dispatch(run.parser.feed(chunk.text))
+        if isinstance(chunk, ToolCallChunk):
+            if not chunk.id:
+                # Some servers send no call ids; the assistant message and the result must
+                # still agree on one, so give it here, where both come from.
+                chunk = chunk.model_copy(update={"id": f"call_{self.step}_n{chunk.index}"})
+            self.native.append(chunk)
+            return self.dispatch(
+                run.assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments)
             )
-        finally:
-            await _close(stream)
-    if failure is not None:
-        raise failure
-    return _Turn(
-        raw_text="".join(raw),
-        visible_text="".join(visible),
-        native_calls=native_calls,
-        outcomes=[o for o in batch.outcomes if o is not None],
-    )
+        self.usage = chunk.usage
+        return False
+
+    def dispatch(self, pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:
+        """Show the text and start the calls among `pieces`; True when a call repeats one
+        already written in this turn: the model is looping."""
+        ctx = self.run.ctx
+        for piece in pieces:
+            if isinstance(piece, TextPiece):
+                self.visible.append(piece.text)
+                ctx.emit(TextDeltaEvent, step=self.step, text=piece.text)
+                continue
+            call_id = (
+                piece.id
+                if isinstance(piece, CallPiece) and piece.id
+                else f"call_{self.step}_{len(self.batch.outcomes) + 1}"
+            )
+            if isinstance(piece, CallPiece):
+                identity = piece.name + canonical_arguments(piece.arguments)
+                if identity in self._written:
+                    ctx.emit(
+                        GuardEvent,
+                        step=self.step,
+                        call_id=call_id,
+                        kind="repetition",
+                        detail=f"{piece.name} was written again with the same arguments in "
+                        "this turn; the answer is cut here",
+                    )
+                    return True
+                self._written.add(identity)
+            self.batch.add(self.run.task.executor.admit(piece, step=self.step, call_id=call_id))
+        return False
 
 
 async def _close(stream: AsyncIterator[ModelChunk]) -> None:
