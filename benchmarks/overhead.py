@@ -105,8 +105,8 @@ async def memory_at(concurrency: int) -> dict[str, float]:
 
 async def leak(runs: int) -> dict[str, float]:
     """RSS after `runs` sequential runs, RSS growth over the second half, and what the Python
-    heap keeps per run (tracemalloc, over 2,000 further runs): the last is the leak test, RSS
-    moves in allocator arenas."""
+    heap keeps per run (tracemalloc, over up to 2,000 further runs): the last is the leak test;
+    RSS moves in allocator arenas."""
     from workload import make_agent, run_once
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,12 +119,13 @@ async def leak(runs: int) -> dict[str, float]:
             await run_once(agent)
         gc.collect()
         end = rss_kb()
+        traced = min(runs, 2000)
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
-        for _ in range(2000):
+        for _ in range(traced):
             await run_once(agent)
         gc.collect()
-        kept = (tracemalloc.get_traced_memory()[0] - before) / 2000
+        kept = (tracemalloc.get_traced_memory()[0] - before) / traced
         tracemalloc.stop()
     return {"end_mb": end / 1024, "second_half_growth_kb": end - half, "heap_b_per_run": kept}
 

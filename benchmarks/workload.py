@@ -13,13 +13,24 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from agentrt import Agent, AgentSettings, ModelChunk, ModelRequest, TextChunk, Usage, UsageChunk
+from agentrt import (
+    Agent,
+    AgentSettings,
+    ModelChunk,
+    ModelRequest,
+    RunFinishedEvent,
+    TextChunk,
+    Usage,
+    UsageChunk,
+)
 
 TURNS = 10
 WORKSPACE = Path(__file__).parent / "workspace"
 
 
 class BenchModel:
+    native_tools = False  # it writes its calls as text, which the prompt describes
+
     def __init__(self, tools_per_turn: int) -> None:
         self.turns = []
         for t in range(TURNS):
@@ -52,12 +63,12 @@ def make_agent(trajectory_dir: Path | None, tools_per_turn: int = 4) -> Agent:
 
 async def run_once(agent: Agent) -> None:
     """One run, consumed as a streaming backend would: each event handled, none retained."""
-    status = None
+    end = None
     async for event in agent.run("bench", strategy="bench"):
-        if event.type == "run_finished":
-            status = event.status  # type: ignore[union-attr]
-    if status != "ok":
-        raise RuntimeError(f"benchmark run ended {status}")
+        if isinstance(event, RunFinishedEvent):
+            end = event
+    if end is None or end.status != "ok":
+        raise RuntimeError(f"a benchmark run did not end ok: {end}")
 
 
 async def floor_once(tools_per_turn: int = 4) -> None:
