@@ -193,7 +193,11 @@ class Agent:
             with scope:
                 try:
                     ctx.emit(
-                        RunStartedEvent, query=query, session_id=session_id, model=self.model.name
+                        RunStartedEvent,
+                        started_at=ctx.header.created,
+                        query=query,
+                        session_id=session_id,
+                        model=self.model.name,
                     )
                     strategy = await self._choose_strategy(ctx, query, forced)
                     status, answer = await self._plan(ctx, strategy, query, history)

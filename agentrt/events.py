@@ -13,6 +13,7 @@ This module depends on nothing else in agentrt.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -110,6 +111,8 @@ class EventBase(BaseModel):
 
 class RunStartedEvent(EventBase):
     type: Literal["run_started"] = "run_started"
+    started_at: datetime
+    """Wall-clock start (UTC): `started_at + t` dates any event of the run."""
     query: str
     session_id: str | None = None
     model: str
@@ -186,6 +189,8 @@ class ToolCallEvent(EventBase):
     arguments: dict[str, JsonValue]
     """As the model wrote them (the tool receives them validated, defaults filled in)."""
     format: Literal["tag", "hermes", "json", "native"]
+    depends_on: list[str] = Field(default_factory=list)
+    """Calls whose results this one waits for (the edges of a plan); empty in `react`."""
 
 
 class ToolCallInvalidEvent(EventBase):

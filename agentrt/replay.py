@@ -36,7 +36,7 @@ from agentrt.workspace import Workspace
 
 __all__ = ["Difference", "recorded_model", "replay"]
 
-_VOLATILE = frozenset({"t", "seq", "run_id", "duration", "timings"})
+_VOLATILE = frozenset({"t", "seq", "run_id", "started_at", "duration", "timings"})
 _CALL_LIFECYCLE = (ToolStartedEvent, GuardEvent, ToolFinishedEvent)
 
 
