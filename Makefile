@@ -18,7 +18,7 @@ bench: .venv/.installed-dev
 	.venv/bin/python benchmarks/overhead.py
 
 .venv/.installed-run: pyproject.toml scripts/install
-	scripts/install local,model-default
+	scripts/install local,model-default,retrieval
 	touch $@
 
 .venv/.installed-dev: pyproject.toml scripts/install

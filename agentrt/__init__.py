@@ -148,6 +148,21 @@ from agentrt.models import (
 from agentrt.models.local import (
     LocalModel as LocalModel,
 )
+from agentrt.registry import (
+    CapabilityMap as CapabilityMap,
+)
+from agentrt.registry import (
+    ToolMetadata as ToolMetadata,
+)
+from agentrt.session import (
+    Scope as Scope,
+)
+from agentrt.session import (
+    Session as Session,
+)
+from agentrt.session import (
+    SessionTool as SessionTool,
+)
 from agentrt.settings import (
     AgentSettings as AgentSettings,
 )
@@ -156,6 +171,9 @@ from agentrt.strategy import (
 )
 from agentrt.tool import (
     Tool as Tool,
+)
+from agentrt.tool import (
+    ToolContext as ToolContext,
 )
 from agentrt.tool import (
     tool as tool,
@@ -178,6 +196,7 @@ __all__ = [
     "Agent",
     "AgentSettings",
     "AgentrtError",
+    "CapabilityMap",
     "ClassifiedEvent",
     "Event",
     "EventBase",
@@ -200,9 +219,12 @@ __all__ = [
     "RunResult",
     "RunStartedEvent",
     "RunStatus",
+    "Scope",
     "ScriptExhausted",
     "ScriptedModel",
     "ScriptedTurn",
+    "Session",
+    "SessionTool",
     "Strategy",
     "StrategySelectedEvent",
     "StreamInterrupted",
@@ -213,10 +235,12 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallEvent",
     "ToolCallInvalidEvent",
+    "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
     "ToolError",
     "ToolFinishedEvent",
+    "ToolMetadata",
     "ToolStartedEvent",
     "ToolStatus",
     "ToolsNarrowedEvent",

@@ -12,18 +12,19 @@ cancelled its tools and written `run_finished` to the trajectory, and leaves not
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import secrets
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
-from agentrt.catalog import ToolCatalog
 from agentrt.classify import ClassificationFailed, classify
 from agentrt.context import RunContext
+from agentrt.embedding import load_embedder
 from agentrt.events import (
     ClassifiedEvent,
     Event,
@@ -33,15 +34,17 @@ from agentrt.events import (
     RunStatus,
     StrategySelectedEvent,
     Timings,
-    ToolsNarrowedEvent,
 )
 from agentrt.exceptions import ModelError, UserError
 from agentrt.execution import Executor
-from agentrt.models.base import Message, Model
+from agentrt.models.base import Message, Model, ToolDefinition
+from agentrt.models.weights import cache_dir
 from agentrt.planning import PLANNERS, PlannerInput
+from agentrt.retrieval import ToolIndex, narrow
+from agentrt.session import Scope, Session, SessionStore
 from agentrt.settings import AgentSettings
 from agentrt.strategy import Strategy
-from agentrt.tool import finish_tool
+from agentrt.toolbox import Toolbox
 from agentrt.trajectory import Trajectory, TrajectoryHeader, TrajectoryWriter, trajectory_path
 from agentrt.workspace import Workspace
 
@@ -60,11 +63,12 @@ class RunResult:
 
 
 @dataclass(frozen=True, slots=True)
-class _Setup:
-    tools: ToolCatalog
-    narrowed: list[NarrowedTool]
-    system_prompt: str
-    tool_hashes: dict[str, str]
+class _Request:
+    query: str
+    session_id: str | None
+    strategy: str | None
+    """Forced, or None to classify."""
+    scope: Scope | None
 
 
 class Agent:
@@ -91,9 +95,12 @@ class Agent:
                 f"{self.workspace.root} (it has: {', '.join(self.workspace.strategies)})"
             )
             raise UserError(msg)
-        self._sessions: dict[str, list[Message]] = {}
-        self._setups: dict[str, _Setup] = {}
+        self.sessions = SessionStore()
+        """Every session's conversation and tools."""
+        self._prompts: dict[tuple[str, tuple[str, ...]], str] = {}
         self._settings_json = self.settings.model_dump(mode="json")
+        self._index: ToolIndex | None = None
+        self._index_lock = asyncio.Lock()
 
     def run(
         self,
@@ -101,18 +108,23 @@ class Agent:
         *,
         session_id: str | None = None,
         strategy: str | None = None,
+        scope: Sequence[str] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run the agent on `query`: an async generator of every event, the last `run_finished`.
 
         Stop early with `aclose()` (or `contextlib.aclosing`): the run is cancelled, its tools
         too, and its trajectory still ends with `run_finished`.
 
-        :param session_id: runs of one session see the session's earlier questions and answers
+        :param session_id: runs of one session see the session's earlier questions and answers,
+            and the tools its earlier runs created
         :param strategy: skip classification and use this strategy
-        :raises UserError: the query is empty or the strategy unknown (before anything runs)
+        :param scope: restrict retrieval to these contexts (`"context"`) or items
+            (`"context/item"`); tools receive it, and the model is told
+        :raises UserError: the query is empty, the strategy unknown or the scope malformed
+            (before anything runs)
         """
-        ctx = self._new_run(query, session_id, strategy)
-        return self._events(ctx, query, session_id, strategy)
+        request = self._request(query, session_id, strategy, scope)
+        return self._events(self._new_run(request), request)
 
     async def run_to_completion(
         self,
@@ -120,10 +132,12 @@ class Agent:
         *,
         session_id: str | None = None,
         strategy: str | None = None,
+        scope: Sequence[str] | None = None,
     ) -> RunResult:
         """Run the agent on `query` and return the answer with the whole trajectory."""
-        ctx = self._new_run(query, session_id, strategy)
-        events = [e async for e in self._events(ctx, query, session_id, strategy)]
+        request = self._request(query, session_id, strategy, scope)
+        ctx = self._new_run(request)
+        events = [e async for e in self._events(ctx, request)]
         end = events[-1]
         assert isinstance(end, RunFinishedEvent)
         return RunResult(
@@ -133,29 +147,44 @@ class Agent:
             path=ctx.writer.path if ctx.writer is not None else None,
         )
 
-    def _new_run(self, query: str, session_id: str | None, strategy: str | None) -> RunContext:
+    async def prepare(self) -> None:
+        """Do now the set-up that the first run needing it would do: build (or load from the
+        cache) the tool index, if any strategy retrieves tools. Servers call it at start-up."""
+        if any(s.retrieve for s in self.workspace.strategies.values()):
+            await self._tool_index()
+
+    def _request(
+        self,
+        query: str,
+        session_id: str | None,
+        strategy: str | None,
+        scope: Sequence[str] | None,
+    ) -> _Request:
         if not query.strip():
             msg = "the query is empty"
             raise UserError(msg)
         if strategy is not None and strategy not in self.workspace.strategies:
             msg = f"no strategy {strategy!r} (known: {', '.join(self.workspace.strategies)})"
             raise UserError(msg)
+        try:
+            parsed = Scope.parse(scope) if scope is not None else None
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        return _Request(query, session_id, strategy, parsed)
+
+    def _new_run(self, request: _Request) -> RunContext:
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
         writer = None
         if self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
-        header = self._header(run_id, query, session_id)
+        header = self._header(run_id, request.query, request.session_id)
         return RunContext(run_id, self.model, header, writer)
 
-    async def _events(
-        self, ctx: RunContext, query: str, session_id: str | None, strategy: str | None
-    ) -> AsyncGenerator[Event, None]:
+    async def _events(self, ctx: RunContext, request: _Request) -> AsyncGenerator[Event, None]:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        scope = anyio.CancelScope()
+        cancel = anyio.CancelScope()
         ctx.attach(send)
-        producer = asyncio.get_running_loop().create_task(
-            self._produce(ctx, scope, query, session_id, strategy)
-        )
+        producer = asyncio.get_running_loop().create_task(self._produce(ctx, cancel, request))
         try:
             with receive:
                 while True:
@@ -171,36 +200,29 @@ class Agent:
                         return
                     yield event
         finally:
-            scope.cancel()
+            cancel.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait({producer})
             if not producer.cancelled() and producer.exception() is not None:
                 ctx.log.error("run failed after finishing", exc_info=producer.exception())
 
-    async def _produce(
-        self,
-        ctx: RunContext,
-        scope: anyio.CancelScope,
-        query: str,
-        session_id: str | None,
-        forced: str | None,
-    ) -> None:
+    async def _produce(self, ctx: RunContext, cancel: anyio.CancelScope, request: _Request) -> None:
         status: RunStatus = "cancelled"
         answer: str | None = None
         error: str | None = None
-        history = list(self._sessions.get(session_id, ())) if session_id else []
+        session = self.sessions.get(request.session_id) if request.session_id else None
         try:
-            with scope:
+            with cancel:
                 try:
                     ctx.emit(
                         RunStartedEvent,
                         started_at=ctx.header.created,
-                        query=query,
-                        session_id=session_id,
+                        query=request.query,
+                        session_id=request.session_id,
                         model=self.model.name,
                     )
-                    strategy = await self._choose_strategy(ctx, query, forced)
-                    status, answer = await self._plan(ctx, strategy, query, history)
+                    strategy = await self._choose_strategy(ctx, request.query, request.strategy)
+                    status, answer = await self._plan(ctx, strategy, request, session)
                 except Exception as exc:
                     status, error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, ModelError):
@@ -222,10 +244,11 @@ class Agent:
                 ),
             )
             ctx.close()
-        if session_id and status == "ok" and answer is not None:
-            self._sessions.setdefault(session_id, []).extend(
-                [Message(role="user", content=query), Message(role="assistant", content=answer)]
-            )
+        if session is not None and status == "ok" and answer is not None:
+            session.messages += [
+                Message(role="user", content=request.query),
+                Message(role="assistant", content=answer),
+            ]
 
     async def _choose_strategy(self, ctx: RunContext, query: str, forced: str | None) -> Strategy:
         strategies = self.workspace.strategies
@@ -249,15 +272,15 @@ class Agent:
         return strategies[c.query_type]
 
     async def _plan(
-        self,
-        ctx: RunContext,
-        strategy: Strategy,
-        query: str,
-        history: list[Message],
+        self, ctx: RunContext, strategy: Strategy, request: _Request, session: Session | None
     ) -> tuple[RunStatus, str | None]:
-        setup = self._setup(strategy)
+        offered = await self._narrow(strategy, request.query)
+        tools = self.workspace.tools
         ctx.header = ctx.header.model_copy(
-            update={"strategy": strategy.name, "tools": setup.tool_hashes}
+            update={
+                "strategy": strategy.name,
+                "tools": {t.name: tools[t.name].schema_hash for t in offered},
+            }
         )
         ctx.emit(
             StrategySelectedEvent,
@@ -265,50 +288,75 @@ class Agent:
             planner=strategy.planner,
             step_budget=strategy.step_budget,
         )
-        ctx.emit(ToolsNarrowedEvent, tools=setup.narrowed)
+        toolbox = Toolbox(ctx, tools, offered, session)
         executor = Executor(
             ctx,
-            setup.tools,
+            toolbox,
+            scope=request.scope,
             timeout=self.settings.tool_timeout,
             max_concurrency=self.settings.max_concurrency,
             max_observation_chars=self.settings.max_observation_chars,
+        )
+        notes = (
+            []
+            if request.scope is None
+            else [self.workspace.render("scope.j2", scope=request.scope)]
         )
         result = await PLANNERS[strategy.planner].run(
             PlannerInput(
                 ctx=ctx,
                 executor=executor,
-                tools=setup.tools,
-                system_prompt=setup.system_prompt,
-                query=query,
-                history=history,
+                tools=toolbox,
+                system_prompt=functools.partial(self._system_prompt, strategy),
+                notes=notes,
+                query=request.query,
+                history=list(session.messages) if session is not None else [],
                 step_budget=strategy.step_budget,
                 settings=self.settings,
             )
         )
         return result.status, result.answer
 
-    def _setup(self, strategy: Strategy) -> _Setup:
-        """What runs of a strategy share, built on its first run: prompts are rendered once."""
-        setup = self._setups.get(strategy.name)
-        if setup is None:
-            tools = self.workspace.tools_for(strategy)
-            definitions = [t.definition for t in tools.values()]
-            instructions = self.workspace.render(strategy.instructions, tools=definitions)
-            setup = self._setups[strategy.name] = _Setup(
+    async def _narrow(self, strategy: Strategy, query: str) -> list[NarrowedTool]:
+        """The tools a run of `strategy` offers for `query` (see `agentrt.retrieval.narrow`)."""
+        template = (
+            [n for n in self.workspace.tools if n != "finish"]
+            if strategy.tools == "all"
+            else strategy.tools
+        )
+        retrieved: list[tuple[str, float]] = []
+        if strategy.retrieve:
+            index = await self._tool_index()
+            retrieved = await index.query([query], k=strategy.retrieve)
+        offered = narrow(
+            template=template, retrieved=retrieved, safety=strategy.safety, cap=strategy.max_tools
+        )
+        return [NarrowedTool(name="finish", source="builtin"), *offered]
+
+    async def _tool_index(self) -> ToolIndex:
+        async with self._index_lock:
+            if self._index is None:
+                embedder = await anyio.to_thread.run_sync(
+                    load_embedder, self.settings.embedding_model
+                )
+                self._index = await ToolIndex.abuild(
+                    self.workspace.registry, embedder, self.settings.cache_dir or cache_dir()
+                )
+        return self._index
+
+    def _system_prompt(self, strategy: Strategy, tools: list[ToolDefinition]) -> str:
+        """The planner's system prompt for these tools; rendered once per tool set."""
+        key = (strategy.name, tuple(t.name for t in tools))
+        prompt = self._prompts.get(key)
+        if prompt is None:
+            instructions = self.workspace.render(strategy.instructions, tools=tools)
+            prompt = self._prompts[key] = self.workspace.render(
+                PLANNERS[strategy.planner].prompt,
+                instructions=instructions,
                 tools=tools,
-                narrowed=[
-                    NarrowedTool(name=name, source="builtin" if t is finish_tool() else "strategy")
-                    for name, t in tools.items()
-                ],
-                system_prompt=self.workspace.render(
-                    PLANNERS[strategy.planner].prompt,
-                    instructions=instructions,
-                    tools=definitions,
-                    native_tools=self.model.native_tools,
-                ),
-                tool_hashes={name: t.schema_hash for name, t in tools.items()},
+                native_tools=self.model.native_tools,
             )
-        return setup
+        return prompt
 
     def _header(self, run_id: str, query: str, session_id: str | None) -> TrajectoryHeader:
         return TrajectoryHeader(

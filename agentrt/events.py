@@ -82,8 +82,9 @@ class NarrowedTool(BaseModel):
     """One tool offered to the model, and why."""
 
     name: str
-    source: Literal["strategy", "builtin", "template", "retrieved", "safety", "session"]
-    """Where the tool came from: the strategy's list, the engine itself, or retrieval."""
+    source: Literal["builtin", "template", "retrieved", "safety", "session"]
+    """Why it is offered: the engine's own (`finish`), the strategy's list, retrieval for this
+    query, the strategy's safety set, or created earlier in the session."""
     score: float | None = None
     """Retrieval similarity, when the tool was retrieved."""
 

@@ -28,7 +28,6 @@ import anyio
 from pydantic import JsonValue, ValidationError
 from pydantic_core import to_jsonable_python
 
-from agentrt.catalog import ToolCatalog
 from agentrt.context import RunContext
 from agentrt.events import (
     GuardEvent,
@@ -40,7 +39,9 @@ from agentrt.events import (
 )
 from agentrt.exceptions import ToolError
 from agentrt.parsing import CallPiece, InvalidPiece
-from agentrt.tool import Tool
+from agentrt.session import Scope
+from agentrt.tool import Tool, ToolContext
+from agentrt.toolbox import Toolbox
 
 __all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome", "canonical_arguments"]
 
@@ -93,7 +94,8 @@ class Executor:
     """Runs the tool calls of one run. One instance per run: it owns the run's cache and cap.
 
     :param ctx: the run the events belong to
-    :param tools: the tools the model may call in this run
+    :param tools: the tools the model may call in this run (a `Toolbox`, which may grow)
+    :param scope: what the run's retrieval may read, passed on to tools that ask
     :param timeout: default seconds per call, for tools without their own `timeout`
     :param max_concurrency: calls of this run executing at once
     :param max_observation_chars: longer observations are cut, with a note saying so
@@ -102,14 +104,16 @@ class Executor:
     def __init__(
         self,
         ctx: RunContext,
-        tools: ToolCatalog,
+        tools: Toolbox,
         *,
+        scope: Scope | None = None,
         timeout: float,
         max_concurrency: int,
         max_observation_chars: int,
     ) -> None:
         self.ctx = ctx
         self.tools = tools
+        self.scope = scope
         self.timeout = timeout
         self.slots = asyncio.Semaphore(max_concurrency)
         self.max_observation_chars = max_observation_chars
@@ -233,9 +237,12 @@ class Executor:
                     ToolStartedEvent, step=call.step, call_id=call.call_id, name=tool.name
                 )
                 started = time.perf_counter()
+                arguments = call.arguments
+                if tool.context_param is not None:
+                    arguments = {**arguments, tool.context_param: self._context(call)}
                 try:
                     async with asyncio.timeout(limit):
-                        value = await self._call(tool, call.arguments)
+                        value = await self._call(tool, arguments)
                 except TimeoutError:
                     status, error = "timeout", f"{tool.name} did not finish within {limit:g} s"
                 except ToolError as exc:
@@ -269,6 +276,17 @@ class Executor:
             output=output,
             error=error,
             ends_run=tool.ends_run and status == "ok",
+        )
+
+    def _context(self, call: PreparedCall) -> ToolContext:
+        session = self.tools.session
+        return ToolContext(
+            run_id=self.ctx.run_id,
+            session_id=session.id if session is not None else None,
+            call_id=call.call_id,
+            step=call.step,
+            scope=self.scope,
+            add_session_tool=self.tools.add_session_tool,
         )
 
     @staticmethod

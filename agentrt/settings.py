@@ -27,3 +27,9 @@ class AgentSettings(BaseModel):
     `budget_exhausted` after the turn that crossed it."""
     turn_retries: int = Field(1, ge=0)
     """How often a turn whose stream broke off mid-answer is asked again."""
+    embedding_model: str | None = None
+    """The model tool retrieval embeds with: a hub name found in the local cache, or a path.
+    None: BAAI/bge-small-en-v1.5 if available offline, else the packaged all-MiniLM-L6-v2."""
+    cache_dir: Path | None = None
+    """Where the tool index and joined model weights are cached; None: $AGENTRT_CACHE_DIR,
+    else ~/.cache/agentrt."""

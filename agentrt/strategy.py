@@ -30,7 +30,13 @@ class Strategy(BaseModel):
     step_budget: int = Field(gt=0, le=100)
     """Most model turns a run may take."""
     tools: list[str] | Literal["all"] = "all"
-    """Names of the tools the model may call; `all` offers every tool of the workspace."""
+    """The strategy's own tools, always offered; `all` offers every tool of the workspace."""
+    retrieve: int = Field(0, ge=0)
+    """Also offer up to this many tools retrieved from the workspace for the query."""
+    safety: list[str] = []
+    """Tools offered whatever retrieval finds (they may exceed `max_tools` by two)."""
+    max_tools: int = Field(10, ge=1)
+    """The cap on the tools offered: retrieved tools are dropped, worst first, to keep it."""
     instructions: str
     """The prompt file (in `prompts/`) with this strategy's instructions."""
 

@@ -3,7 +3,8 @@
 `@tool` reads the signature and the docstring (Google, NumPy or reST style) and builds a pydantic
 model of the arguments; its JSON schema is what the model sees, and every call is validated
 against it before the function runs. Sync functions run in a worker thread, async ones are
-awaited.
+awaited. A parameter annotated `ToolContext` is not for the model: the executor fills it with
+what the tool may know of the run calling it.
 """
 
 from __future__ import annotations
@@ -11,15 +12,33 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentrt.exceptions import ToolDefinitionError
 from agentrt.models.base import ToolDefinition
+from agentrt.session import Scope, SessionTool
 
-__all__ = ["Tool", "tool"]
+__all__ = ["Tool", "ToolContext", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may know of the run calling it. Declare a parameter of this type to get it."""
+
+    run_id: str
+    session_id: str | None
+    """None for a run outside any session: its session tools last as long as the run."""
+    call_id: str
+    step: int
+    scope: Scope | None
+    """The contexts and items the run is restricted to, if it is."""
+    add_session_tool: Callable[[SessionTool], None]
+    """Offer a new tool for the rest of the run and the session's later runs (raises
+    `ToolError` if it is not valid: unknown base, unknown arguments)."""
 
 
 class Tool:
@@ -35,6 +54,8 @@ class Tool:
         split: str | None = None,
         ends_run: bool = False,
         cache: bool = True,
+        args_model: type[BaseModel] | None = None,
+        context_param: str | None = None,
     ) -> None:
         """
         :param fn: the function; its parameters must be JSON-describable (pydantic types)
@@ -46,6 +67,8 @@ class Tool:
         :param ends_run: calling this tool ends the run; its `answer` argument is the answer
         :param cache: an identical repeated call is answered from the run's cache; turn off
             for tools whose result changes between calls
+        :param args_model: the argument model, when it is not to be read from the signature
+            (with `context_param`, the parameter that receives the `ToolContext`)
         """
         self.fn = fn
         import docstring_parser
@@ -61,9 +84,12 @@ class Tool:
         self.ends_run = ends_run
         self.cache = cache
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.args_model = _args_model(
-            self.name, fn, {p.arg_name: p.description for p in doc.params}
-        )
+        if args_model is None:
+            docs = {p.arg_name: p.description for p in doc.params}
+            args_model, context_param = _args_model(self.name, fn, docs)
+        self.args_model = args_model
+        self.context_param = context_param
+        """The parameter that receives the `ToolContext`, if the function takes one."""
         self.split = split
         self.text_param = _text_param(self.args_model)
         if split is not None and self.text_param is None:
@@ -87,14 +113,59 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
+    def bind(self, name: str, description: str, arguments: Mapping[str, Any]) -> Tool:
+        """A new tool that calls this one with `arguments` fixed; the model gives the rest.
+
+        :raises ToolDefinitionError: an argument this tool does not take, or a bad value
+        """
+        fields = self.args_model.model_fields
+        unknown = sorted(set(arguments) - set(fields))
+        if unknown:
+            msg = (
+                f"tool {self.name!r} takes no argument {', '.join(map(repr, unknown))} "
+                f"(it takes: {', '.join(fields)})"
+            )
+            raise ToolDefinitionError(msg)
+        rest = {k: (f.annotation, f) for k, f in fields.items() if k not in arguments}
+        reduced = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **rest)  # type: ignore[call-overload]
+        base, fixed, context = self.fn, dict(arguments), self.context_param
+
+        def merged(kwargs: dict[str, Any]) -> dict[str, Any]:
+            given = {k: v for k, v in kwargs.items() if k != context}
+            values = dict(self.args_model.model_validate({**fixed, **given}))
+            return values | ({context: kwargs[context]} if context else {})
+
+        async def call_async(**kwargs: Any) -> Any:
+            return await base(**merged(kwargs))
+
+        def call_sync(**kwargs: Any) -> Any:
+            return base(**merged(kwargs))
+
+        return Tool(
+            call_async if self.is_async else call_sync,
+            name=name,
+            description=description,
+            timeout=self.timeout,
+            cache=self.cache,
+            args_model=reduced,
+            context_param=context,
+        )
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (tools stay usable as functions)."""
         return self.fn(*args, **kwargs)
 
 
-def _args_model(name: str, fn: Callable[..., Any], docs: dict[str, str | None]) -> type[BaseModel]:
+def _args_model(
+    name: str, fn: Callable[..., Any], docs: dict[str, str | None]
+) -> tuple[type[BaseModel], str | None]:
+    """The argument model of `fn`, and the parameter that takes the `ToolContext` (if any)."""
     fields: dict[str, Any] = {}
+    context_param = None
     for param in inspect.signature(fn, eval_str=True).parameters.values():
+        if param.annotation is ToolContext:
+            context_param = param.name
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             msg = f"tool {name!r}: *{param.name} / **{param.name} cannot be described to a model"
             raise ToolDefinitionError(msg)
@@ -104,14 +175,11 @@ def _args_model(name: str, fn: Callable[..., Any], docs: dict[str, str | None]) 
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (param.annotation, Field(default, description=docs.get(param.name)))
     try:
-        return create_model(
-            f"{name}_arguments",
-            __config__=ConfigDict(extra="forbid"),
-            **fields,
-        )
+        model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     except Exception as exc:
         msg = f"tool {name!r}: its parameters cannot be made into a schema: {exc}"
         raise ToolDefinitionError(msg) from exc
+    return model, context_param
 
 
 def _text_param(model: type[BaseModel]) -> str | None:

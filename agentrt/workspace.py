@@ -3,6 +3,7 @@
     my-workspace/
         strategies/*.yaml    one file per query type (see `agentrt.strategy`)
         tools/*.py           tool packs (see `agentrt.catalog`)
+        registry/            tool metadata and the capability map (see `agentrt.registry`)
         prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
 
 The default workspace is the one this repository ships (inside the wheel once installed). A
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrt.catalog import ToolCatalog, load_tool_packs
 from agentrt.exceptions import WorkspaceError
+from agentrt.registry import load_registry
 from agentrt.strategy import Strategy, load_strategies
 
 if TYPE_CHECKING:
@@ -54,6 +56,14 @@ class Workspace:
             raise WorkspaceError(msg)
         tools_dir = self.root / "tools"
         self.tools = ToolCatalog(load_tool_packs(tools_dir) if tools_dir.is_dir() else ())
+        self.registry = load_registry(self.root / "registry", self.tools)
+        for capability in self.registry.capabilities.core:
+            if not self.registry.tools_with(capability):
+                msg = (
+                    f"{self.root / 'registry' / 'capabilities.yaml'}: core capability "
+                    f"{capability!r} is not provided by any tool of the workspace"
+                )
+                raise WorkspaceError(msg)
         import jinja2
 
         prompt_dirs = [self.root / "prompts", default_workspace_path() / "prompts"]
@@ -72,14 +82,21 @@ class Workspace:
 
         for s in self.strategies.values():
             path = self.root / "strategies" / f"{s.name}.yaml"
-            if s.tools != "all":
-                missing = [t for t in s.tools if t not in self.tools]
+            for field, names in (
+                ("tools", [] if s.tools == "all" else s.tools),
+                ("safety", s.safety),
+            ):
+                missing = [t for t in names if t not in self.tools]
                 if missing:
                     msg = (
-                        f"{path}: field 'tools': no tool named {', '.join(map(repr, missing))} "
-                        f"in the workspace (it has: {', '.join(self.tools)})"
+                        f"{path}: field '{field}': no tool named "
+                        f"{', '.join(map(repr, missing))} in the workspace "
+                        f"(it has: {', '.join(self.tools)})"
                     )
                     raise WorkspaceError(msg)
+            if s.retrieve and s.tools == "all":
+                msg = f"{path}: field 'retrieve': with tools: all, every tool is offered already"
+                raise WorkspaceError(msg)
             try:
                 self.prompts.get_template(s.instructions)
             except jinja2.TemplateNotFound:
@@ -93,12 +110,6 @@ class Workspace:
         """Render a prompt template; a missing variable is an error, not an empty string."""
         return self.prompts.get_template(template).render(**variables)
 
-    def tools_for(self, strategy: Strategy) -> ToolCatalog:
-        """The tools a strategy allows, plus the engine's own (`finish`)."""
-        if strategy.tools == "all":
-            return self.tools
-        return ToolCatalog(self.tools[name] for name in strategy.tools)
-
     @cached_property
     def fingerprint(self) -> str:
         """A hash of the strategy files and tool schemas, recorded in every trajectory."""
@@ -107,4 +118,5 @@ class Workspace:
             h.update(s.model_dump_json().encode())
         for t in self.tools.values():
             h.update(t.schema_hash.encode())
+        h.update(self.registry.fingerprint.encode())
         return h.hexdigest()[:16]

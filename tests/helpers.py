@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import UTC, datetime
 from typing import Any
 
-from agentrt import Event, RunFinishedEvent
+from agentrt import Event, RunFinishedEvent, TrajectoryHeader
 
 
 def call(name: str, **arguments: Any) -> str:
@@ -41,3 +42,15 @@ def check_stream(events: list[Event]) -> None:
     assert all(a.t <= b.t for a, b in itertools.pairwise(events))
     assert [e.type for e in events].count("run_finished") == 1
     assert events[-1].type == "run_finished"
+
+
+def header(run_id: str = "run") -> TrajectoryHeader:
+    """A trajectory header, for parts tested without an agent."""
+    return TrajectoryHeader(
+        run_id=run_id,
+        created=datetime.now(UTC),
+        query="q",
+        model="m",
+        workspace="w",
+        workspace_fingerprint="f",
+    )

@@ -176,7 +176,9 @@ class TestApi:
         agent = make_agent([])
         with pytest.raises(UserError, match="the query is empty"):
             agent.run("   ")
-        with pytest.raises(UserError, match=r"no strategy 'nope' \(known: direct, exploratory\)"):
+        with pytest.raises(
+            UserError, match=r"no strategy 'nope' \(known: direct, exploratory, retrieving\)"
+        ):
             agent.run("Hi", strategy="nope")
 
     async def test_session_history(self, make_agent: MakeAgent) -> None:

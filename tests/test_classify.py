@@ -30,7 +30,11 @@ async def test_the_model_chooses(make_agent: MakeAgent) -> None:
     assert request.purpose == "classify"
     assert request.json_schema is not None
     assert request.json_schema["additionalProperties"] is False
-    assert request.json_schema["properties"]["query_type"]["enum"] == ["direct", "exploratory"]
+    assert request.json_schema["properties"]["query_type"]["enum"] == [
+        "direct",
+        "exploratory",
+        "retrieving",
+    ]
     assert "- direct: Answerable without tools." in request.messages[0].content
 
 

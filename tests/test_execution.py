@@ -3,38 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 from conftest import MakeAgent
-from helpers import call, check_stream, last
+from helpers import call, check_stream, header, last
 
 from agentrt import (
     Event,
     GuardEvent,
     ModelRequest,
+    NarrowedTool,
     ScriptedModel,
     ToolCallEvent,
     ToolCallInvalidEvent,
     ToolFinishedEvent,
     ToolStartedEvent,
-    TrajectoryHeader,
     Workspace,
 )
 from agentrt.context import RunContext
 from agentrt.execution import Executor, PreparedCall
 from agentrt.parsing import CallPiece
-
-
-def _header() -> TrajectoryHeader:
-    return TrajectoryHeader(
-        run_id="run",
-        created=datetime.now(UTC),
-        query="q",
-        model="m",
-        workspace="w",
-        workspace_fingerprint="f",
-    )
+from agentrt.toolbox import Toolbox
 
 
 def observations(request: ModelRequest) -> list[tuple[str | None, str]]:
@@ -212,10 +201,10 @@ class TestDuplicateGuard:
     ) -> None:
         """Two identical calls running at the same time execute once; the second waits for
         the first's result (a plan can start identical nodes together)."""
-        ctx = RunContext("run", ScriptedModel([]), _header(), None)
-        executor = Executor(
-            ctx, workspace.tools, timeout=5, max_concurrency=4, max_observation_chars=1000
-        )
+        ctx = RunContext("run", ScriptedModel([]), header(), None)
+        offered = [NarrowedTool(name="nap", source="template")]
+        toolbox = Toolbox(ctx, workspace.tools, offered, None)
+        executor = Executor(ctx, toolbox, timeout=5, max_concurrency=4, max_observation_chars=1000)
         piece = CallPiece("nap", {"seconds": 0.02, "label": "x"}, "raw", "json")
         first = executor.admit(piece, step=1, call_id="a")
         second = executor.admit(piece, step=1, call_id="b")

@@ -31,7 +31,9 @@ def test_wheel_ships_the_default_workspace(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for folder in ("strategies", "tools", "prompts", "registry"):
         shipped = sorted(
-            p.relative_to(ROOT).as_posix() for p in (ROOT / folder).iterdir() if p.is_file()
+            p.relative_to(ROOT).as_posix()
+            for p in (ROOT / folder).rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
         )
         assert shipped, folder
         for rel in shipped:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agentrt.catalog import ToolCatalog
 from agentrt.context import RunContext
 from agentrt.events import RunStatus
 from agentrt.execution import Executor
-from agentrt.models.base import Message
+from agentrt.models.base import Message, ToolDefinition
 from agentrt.settings import AgentSettings
+from agentrt.toolbox import Toolbox
 
 __all__ = ["Planner", "PlannerInput", "PlannerResult", "PlannerSpec"]
 
@@ -19,10 +19,12 @@ __all__ = ["Planner", "PlannerInput", "PlannerResult", "PlannerSpec"]
 class PlannerInput:
     ctx: RunContext
     executor: Executor
-    tools: ToolCatalog
-    """The tools the model may call in this run."""
-    system_prompt: str
-    """The planner's prompt template, rendered with the strategy's instructions and tools."""
+    tools: Toolbox
+    """The tools the model may call in this run; it may grow (session tools)."""
+    system_prompt: Callable[[list[ToolDefinition]], str]
+    """The planner's prompt for a set of tools (the strategy's instructions in it)."""
+    notes: list[str]
+    """More system text for this run only (e.g. the scope it is restricted to)."""
     query: str
     history: list[Message]
     """Earlier turns of the session, oldest first."""

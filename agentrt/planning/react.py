@@ -62,20 +62,32 @@ class _ReAct:
     def __init__(self, task: PlannerInput) -> None:
         self.task = task
         self.ctx = task.ctx
-        tools = list(task.tools.values())
         # One parser and one assembler serve every turn: both start afresh after `close()`.
-        self.parser = ToolCallParser(TagSpec(t.name, t.text_param, t.split) for t in tools)
         self.assembler = NativeToolCallAssembler()
-        self.definitions = [t.definition for t in tools]
         self.messages = [
-            Message(role="system", content=task.system_prompt),
+            Message(role="system", content=""),
+            *(Message(role="system", content=note) for note in task.notes),
             *task.history,
             Message(role="user", content=task.query),
         ]
+        self._tools_version = -1
+        self._sync_tools()
+
+    def _sync_tools(self) -> None:
+        """Show the model the tools on offer: they change when a tool adds a session tool."""
+        toolbox = self.task.tools
+        if toolbox.version == self._tools_version:
+            return
+        self._tools_version = toolbox.version
+        tools = list(toolbox.values())
+        self.parser = ToolCallParser(TagSpec(t.name, t.text_param, t.split) for t in tools)
+        self.definitions = [t.definition for t in tools]
+        self.messages[0] = Message(role="system", content=self.task.system_prompt(self.definitions))
 
     async def run(self) -> PlannerResult:
         budget = self.task.settings.token_budget
         for step in range(1, self.task.step_budget + 1):
+            self._sync_tools()
             turn = await self._turn_with_retries(step)
             ended = next((o for o in turn.outcomes if o.ends_run), None)
             if ended is not None and self._finished_too_early(turn, ended):

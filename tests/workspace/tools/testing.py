@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from agentrt import ToolError, tool
+from agentrt import SessionTool, ToolContext, ToolError, tool
 
 
 @dataclass
@@ -20,6 +20,7 @@ class Seen:
     in_flight: list[str] = field(default_factory=list)
     max_in_flight: int = 0
     counter: int = 0
+    scopes: list[object] = field(default_factory=list)
 
 
 seen = Seen()
@@ -116,3 +117,33 @@ def stuck(seconds: float) -> str:
     """
     time.sleep(seconds)
     return "woke up"
+
+
+@tool
+async def read_page(item: str, page: int = 1) -> str:
+    """Read one page of an item.
+
+    Args:
+        item: The item's id.
+        page: The page number, from 1.
+    """
+    return f"{item}, page {page}"
+
+
+@tool
+async def open_item(ctx: ToolContext, item: str) -> str:
+    """Open an item: afterwards its pages can be read with read_<item>.
+
+    Args:
+        item: The item's id.
+    """
+    ctx.add_session_tool(
+        SessionTool(
+            name=f"read_{item}",
+            description=f"Read a page of {item}.",
+            base="read_page",
+            bind={"item": item},
+        )
+    )
+    seen.scopes.append(ctx.scope)
+    return f"opened {item} in session {ctx.session_id}"
