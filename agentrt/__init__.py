@@ -41,6 +41,27 @@ from agentrt.events import (
     NativeToolCall as NativeToolCall,
 )
 from agentrt.events import (
+    NodeSkippedEvent as NodeSkippedEvent,
+)
+from agentrt.events import (
+    PlanCreatedEvent as PlanCreatedEvent,
+)
+from agentrt.events import (
+    PlanDecisionEvent as PlanDecisionEvent,
+)
+from agentrt.events import (
+    PlanInvalidEvent as PlanInvalidEvent,
+)
+from agentrt.events import (
+    PlannerFallbackEvent as PlannerFallbackEvent,
+)
+from agentrt.events import (
+    PlanNode as PlanNode,
+)
+from agentrt.events import (
+    PlanWarningEvent as PlanWarningEvent,
+)
+from agentrt.events import (
     RunFinishedEvent as RunFinishedEvent,
 )
 from agentrt.events import (
@@ -81,6 +102,9 @@ from agentrt.events import (
 )
 from agentrt.events import (
     Usage as Usage,
+)
+from agentrt.events import (
+    VmInstructionEvent as VmInstructionEvent,
 )
 from agentrt.events import (
     event_adapter as event_adapter,
@@ -211,8 +235,15 @@ __all__ = [
     "ModelResponseEvent",
     "NarrowedTool",
     "NativeToolCall",
+    "NodeSkippedEvent",
     "OpenAIModel",
     "OpenAISettings",
+    "PlanCreatedEvent",
+    "PlanDecisionEvent",
+    "PlanInvalidEvent",
+    "PlanNode",
+    "PlanWarningEvent",
+    "PlannerFallbackEvent",
     "RequestRejected",
     "RetriesExhausted",
     "RunFinishedEvent",
@@ -250,6 +281,7 @@ __all__ = [
     "Usage",
     "UsageChunk",
     "UserError",
+    "VmInstructionEvent",
     "Workspace",
     "WorkspaceError",
     "__version__",

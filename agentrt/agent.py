@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -97,7 +98,7 @@ class Agent:
             raise UserError(msg)
         self.sessions = SessionStore()
         """Every session's conversation and tools."""
-        self._prompts: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._prompts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._settings_json = self.settings.model_dump(mode="json")
         self._index: ToolIndex | None = None
         self._index_lock = asyncio.Lock()
@@ -302,17 +303,18 @@ class Agent:
             if request.scope is None
             else [self.workspace.render("scope.j2", scope=request.scope)]
         )
-        result = await PLANNERS[strategy.planner].run(
+        result = await PLANNERS[strategy.planner](
             PlannerInput(
                 ctx=ctx,
                 executor=executor,
                 tools=toolbox,
-                system_prompt=functools.partial(self._system_prompt, strategy),
+                prompt=functools.partial(self._prompt, strategy),
                 notes=notes,
                 query=request.query,
                 history=list(session.messages) if session is not None else [],
                 step_budget=strategy.step_budget,
                 settings=self.settings,
+                strategy=strategy,
             )
         )
         return result.status, result.answer
@@ -344,18 +346,24 @@ class Agent:
                 )
         return self._index
 
-    def _system_prompt(self, strategy: Strategy, tools: list[ToolDefinition]) -> str:
-        """The planner's system prompt for these tools; rendered once per tool set."""
-        key = (strategy.name, tuple(t.name for t in tools))
-        prompt = self._prompts.get(key)
+    def _prompt(
+        self, strategy: Strategy, template: str, tools: list[ToolDefinition], **variables: Any
+    ) -> str:
+        """A planner's prompt: `template` rendered with the strategy's instructions and the
+        tools. Those without per-run variables (system prompts) are rendered once."""
+        key = (strategy.name, template, tuple(t.name for t in tools))
+        prompt = None if variables else self._prompts.get(key)
         if prompt is None:
             instructions = self.workspace.render(strategy.instructions, tools=tools)
-            prompt = self._prompts[key] = self.workspace.render(
-                PLANNERS[strategy.planner].prompt,
+            prompt = self.workspace.render(
+                template,
                 instructions=instructions,
                 tools=tools,
                 native_tools=self.model.native_tools,
+                **variables,
             )
+            if not variables:
+                self._prompts[key] = prompt
         return prompt
 
     def _header(self, run_id: str, query: str, session_id: str | None) -> TrajectoryHeader:

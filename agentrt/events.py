@@ -27,6 +27,13 @@ __all__ = [
     "ModelResponseEvent",
     "NarrowedTool",
     "NativeToolCall",
+    "NodeSkippedEvent",
+    "PlanCreatedEvent",
+    "PlanDecisionEvent",
+    "PlanInvalidEvent",
+    "PlanNode",
+    "PlanWarningEvent",
+    "PlannerFallbackEvent",
     "RunFinishedEvent",
     "RunStartedEvent",
     "RunStatus",
@@ -41,6 +48,7 @@ __all__ = [
     "ToolsNarrowedEvent",
     "TurnStartedEvent",
     "Usage",
+    "VmInstructionEvent",
     "event_adapter",
 ]
 
@@ -241,6 +249,87 @@ class GuardEvent(EventBase):
     original_call_id: str | None = None
 
 
+class PlanNode(BaseModel):
+    """One node of a `dag` plan: a tool call, and the nodes whose results it needs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    tool: str
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+    """May refer to results: `"{T1}"` (all of it) or `"${T1.rows[0].name}"` (a part)."""
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class PlanCreatedEvent(EventBase):
+    """A plan passed validation (its nodes may have started while it streamed)."""
+
+    type: Literal["plan_created"] = "plan_created"
+    attempt: int
+    """1 for the first plan; each repair or replan adds one."""
+    nodes: list[PlanNode]
+    levels: list[list[str]]
+    """Node ids by topological level: for reading only, nodes do not wait for their level."""
+    text: str = ""
+    """The human-readable plan the model wrote beside the nodes; never executed."""
+
+
+class PlanInvalidEvent(EventBase):
+    """A plan failed validation; the model is asked for a repair, or the planner gives up."""
+
+    type: Literal["plan_invalid"] = "plan_invalid"
+    attempt: int
+    problems: list[str]
+    """Each a sentence the model can act on (the repair request lists them)."""
+    repairing: bool
+
+
+class NodeSkippedEvent(EventBase):
+    """A plan node did not run: a node it depends on failed or was skipped."""
+
+    type: Literal["node_skipped"] = "node_skipped"
+    call_id: str
+    node: str
+    reason: str
+
+
+class PlanDecisionEvent(EventBase):
+    """The joiner read a plan's results and decided: answer, or plan again."""
+
+    type: Literal["plan_decision"] = "plan_decision"
+    attempt: int
+    action: Literal["finish", "replan"]
+    reason: str
+
+
+class PlannerFallbackEvent(EventBase):
+    """The planner could not go on and handed the run to another."""
+
+    type: Literal["planner_fallback"] = "planner_fallback"
+    planner: str
+    to: str
+    reason: str
+
+
+class VmInstructionEvent(EventBase):
+    """One instruction of a `vm` program executed, with the variables it wrote."""
+
+    type: Literal["vm_instruction"] = "vm_instruction"
+    seq_no: int
+    instruction: Literal["assign", "jmp", "calling", "reasoning"]
+    writes: dict[str, JsonValue] = Field(default_factory=dict)
+    jumped_to: int | None = None
+
+
+class PlanWarningEvent(EventBase):
+    """A plan does something the planners' specification advises against; it still runs."""
+
+    type: Literal["plan_warning"] = "plan_warning"
+    where: str
+    """The node id or the instruction's seq_no."""
+    warning: str
+
+
 class RunFinishedEvent(EventBase):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -265,6 +354,13 @@ Event = Annotated[
     | ToolStartedEvent
     | ToolFinishedEvent
     | GuardEvent
+    | PlanCreatedEvent
+    | PlanInvalidEvent
+    | NodeSkippedEvent
+    | PlanDecisionEvent
+    | PlannerFallbackEvent
+    | VmInstructionEvent
+    | PlanWarningEvent
     | RunFinishedEvent,
     Field(discriminator="type"),
 ]

@@ -21,6 +21,7 @@ import asyncio
 import functools
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +121,12 @@ class Executor:
         self._cache: dict[str, _CacheEntry] = {}
 
     def admit(
-        self, piece: CallPiece | InvalidPiece, *, step: int, call_id: str
+        self,
+        piece: CallPiece | InvalidPiece,
+        *,
+        step: int,
+        call_id: str,
+        depends_on: Sequence[str] = (),
     ) -> PreparedCall | ToolOutcome:
         """Check a parsed call; a refusal is reported as an event and returned as an outcome."""
         if isinstance(piece, InvalidPiece):
@@ -151,6 +157,7 @@ class Executor:
             name=tool.name,
             arguments=piece.arguments,
             format=piece.format,
+            depends_on=list(depends_on),
         )
         return PreparedCall(
             step, call_id, tool, dict(validated), canonical_arguments(piece.arguments)
@@ -164,9 +171,12 @@ class Executor:
         )
         return ToolOutcome(call_id, name, None, f"Error: {reason}", arguments=raw, error=reason)
 
-    async def execute(self, call: PreparedCall) -> ToolOutcome:
-        """Run one admitted call to its end: ok, error, timeout or cancelled."""
-        if not call.key:
+    async def execute(self, call: PreparedCall, *, fresh: bool = False) -> ToolOutcome:
+        """Run one admitted call to its end: ok, error, timeout or cancelled.
+
+        :param fresh: run it even if an identical call is in the cache (a deliberate retry)
+        """
+        if fresh or not call.key:
             return await self._run(call)
         entry = self._cache.get(call.key)
         if entry is not None:

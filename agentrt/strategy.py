@@ -15,7 +15,35 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrt.exceptions import WorkspaceError
 
-__all__ = ["Strategy", "load_strategies"]
+__all__ = ["DagPolicy", "Strategy", "VmPolicy", "load_strategies"]
+
+
+class DagPolicy(BaseModel):
+    """How a `dag` run handles bad plans and failed nodes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    on_failure: Literal["retry", "skip", "replan"] = "skip"
+    """A failed node: run it again (`retries` times, then as `skip`); skip the nodes that
+    depend on it; or skip them and plan again with the failure in the prompt."""
+    retries: int = Field(1, ge=0, le=5)
+    repairs: int = Field(2, ge=0, le=5)
+    """How often an invalid plan is sent back to the model to be fixed; past that the run
+    falls back to the `react` planner."""
+    replans: int = Field(1, ge=0, le=5)
+    """How often the run plans again (after the joiner asks, or a failure with `replan`)."""
+
+
+class VmPolicy(BaseModel):
+    """How a `vm` run handles bad programs and loops."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_instructions: int = Field(200, ge=1)
+    """Instructions a program may execute; a loop past it ends the run `budget_exhausted`."""
+    repairs: int = Field(2, ge=0, le=5)
+    """How often an invalid program is sent back to be fixed before the run falls back to
+    `react`."""
 
 
 class Strategy(BaseModel):
@@ -25,8 +53,10 @@ class Strategy(BaseModel):
     """The query type this strategy serves: the file's name without `.yaml`."""
     description: str = Field(min_length=1)
     """When to choose it; the classifier reads this."""
-    planner: Literal["react"] = "react"
+    planner: Literal["react", "dag", "vm"] = "react"
     """How the run proceeds; the planners are in `agentrt.planning`."""
+    dag: DagPolicy = DagPolicy()
+    vm: VmPolicy = VmPolicy()
     step_budget: int = Field(gt=0, le=100)
     """Most model turns a run may take."""
     tools: list[str] | Literal["all"] = "all"

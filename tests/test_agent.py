@@ -177,7 +177,7 @@ class TestApi:
         with pytest.raises(UserError, match="the query is empty"):
             agent.run("   ")
         with pytest.raises(
-            UserError, match=r"no strategy 'nope' \(known: direct, exploratory, retrieving\)"
+            UserError, match=r"no strategy 'nope' \(known: direct, exploratory, planned"
         ):
             agent.run("Hi", strategy="nope")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import MakeAgent
+from conftest import TEST_WORKSPACE, MakeAgent
 from helpers import classified
 from structlog.testing import capture_logs
 
-from agentrt import ClassifiedEvent, ModelError, ModelRequest, StrategySelectedEvent
+from agentrt import ClassifiedEvent, ModelError, ModelRequest, StrategySelectedEvent, Workspace
 
 
 async def classify_with(
@@ -30,11 +30,8 @@ async def test_the_model_chooses(make_agent: MakeAgent) -> None:
     assert request.purpose == "classify"
     assert request.json_schema is not None
     assert request.json_schema["additionalProperties"] is False
-    assert request.json_schema["properties"]["query_type"]["enum"] == [
-        "direct",
-        "exploratory",
-        "retrieving",
-    ]
+    strategies = request.json_schema["properties"]["query_type"]["enum"]
+    assert strategies == sorted(Workspace(TEST_WORKSPACE).strategies)
     assert "- direct: Answerable without tools." in request.messages[0].content
 
 

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from agentrt.context import RunContext
 from agentrt.events import RunStatus
 from agentrt.execution import Executor
-from agentrt.models.base import Message, ToolDefinition
+from agentrt.models.base import Message
 from agentrt.settings import AgentSettings
+from agentrt.strategy import Strategy
 from agentrt.toolbox import Toolbox
 
-__all__ = ["Planner", "PlannerInput", "PlannerResult", "PlannerSpec"]
+__all__ = ["Planner", "PlannerInput", "PlannerResult"]
 
 
 @dataclass(slots=True)
@@ -21,8 +22,9 @@ class PlannerInput:
     executor: Executor
     tools: Toolbox
     """The tools the model may call in this run; it may grow (session tools)."""
-    system_prompt: Callable[[list[ToolDefinition]], str]
-    """The planner's prompt for a set of tools (the strategy's instructions in it)."""
+    prompt: Callable[..., str]
+    """`prompt(template, tools, **variables)`: a workspace prompt rendered with the strategy's
+    instructions, these tools, whether the model takes tools natively, and `variables`."""
     notes: list[str]
     """More system text for this run only (e.g. the scope it is restricted to)."""
     query: str
@@ -31,6 +33,8 @@ class PlannerInput:
     step_budget: int
     settings: AgentSettings
     """Limits the planner applies: token budget, turn retries."""
+    strategy: Strategy
+    """The strategy running: its policies for plans (`dag`, `vm`)."""
 
 
 @dataclass(slots=True)
@@ -42,10 +46,3 @@ class PlannerResult:
 
 Planner = Callable[[PlannerInput], Awaitable[PlannerResult]]
 """A planner drives the run from the query to an answer, emitting events through `ctx`."""
-
-
-@dataclass(frozen=True, slots=True)
-class PlannerSpec:
-    run: Planner
-    prompt: str
-    """Its system prompt template (in `prompts/`), rendered with `instructions` and `tools`."""

@@ -82,7 +82,9 @@ class _ReAct:
         tools = list(toolbox.values())
         self.parser = ToolCallParser(TagSpec(t.name, t.text_param, t.split) for t in tools)
         self.definitions = [t.definition for t in tools]
-        self.messages[0] = Message(role="system", content=self.task.system_prompt(self.definitions))
+        self.messages[0] = Message(
+            role="system", content=self.task.prompt("react.j2", self.definitions)
+        )
 
     async def run(self) -> PlannerResult:
         budget = self.task.settings.token_budget

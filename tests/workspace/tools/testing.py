@@ -147,3 +147,13 @@ async def open_item(ctx: ToolContext, item: str) -> str:
     )
     seen.scopes.append(ctx.scope)
     return f"opened {item} in session {ctx.session_id}"
+
+
+@tool
+async def profile(name: str) -> dict[str, object]:
+    """A person's profile, as structured data.
+
+    Args:
+        name: The person's name.
+    """
+    return {"name": name, "city": {"name": f"{name}ville", "population": 1200}, "tags": ["a", "b"]}

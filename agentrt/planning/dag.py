@@ -1,0 +1,501 @@
+"""The `dag` planner: the model writes a graph of tool calls; each node runs the moment its own
+dependencies have finished — never waiting for a whole level.
+
+    plan (JSON schema) ─► nodes start while the plan streams, once their dependencies are done
+       │                  (each checked as it arrives; the whole plan checked at its end)
+       ├─ invalid ─► plan_invalid ─► repair request ─► plan again, `repairs` times ─► react
+       ▼
+    results ─► joiner (one model call, JSON): finish with the answer, or plan again (`replans`)
+
+A failed node, per the strategy's `dag.on_failure`: is run again (`retries` times), or its
+dependants are skipped (`node_skipped`), or they are skipped and the run plans again with the
+failure in the prompt. Nodes that started before their plan was found invalid are cancelled if
+still running; a repaired plan that repeats one gets its result from the run's cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentrt.events import (
+    ModelErrorEvent,
+    NodeSkippedEvent,
+    PlanCreatedEvent,
+    PlanDecisionEvent,
+    PlanInvalidEvent,
+    PlannerFallbackEvent,
+    PlanNode,
+    ToolCallInvalidEvent,
+    TurnStartedEvent,
+    Usage,
+)
+from agentrt.exceptions import ModelError, StreamInterrupted
+from agentrt.execution import PreparedCall, ToolOutcome
+from agentrt.models.base import Message, ModelRequest, TextChunk, ToolDefinition, UsageChunk
+from agentrt.parsing import CallPiece
+from agentrt.parsing._jsonscan import JSONProblem
+from agentrt.parsing.plans import PlanStreamParser
+from agentrt.planning.base import PlannerInput, PlannerResult
+from agentrt.planning.react import run_react
+from agentrt.planning.references import ReferenceProblem, references, resolve
+from agentrt.tool import Tool
+
+__all__ = ["plan_levels", "plan_schema", "run_dag", "validate_plan"]
+
+
+async def run_dag(task: PlannerInput) -> PlannerResult:
+    return await _Dag(task).run()
+
+
+def plan_schema(tools: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema plans are asked for under. `plan` comes first: the human-readable
+    plan, written before the nodes as the model thinks it through."""
+    node = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "tool": {"type": "string", "enum": list(tools)},
+            "args": {"type": "object"},
+            "depends_on": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["id", "tool", "args", "depends_on"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"plan": {"type": "string"}, "nodes": {"type": "array", "items": node}},
+        "required": ["plan", "nodes"],
+        "additionalProperties": False,
+    }
+
+
+class _Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["finish", "replan"]
+    answer: str
+    reason: str
+
+
+JOIN_SCHEMA = _Decision.model_json_schema()
+
+
+def validate_plan(
+    raw: Sequence[Any], tools: Mapping[str, Tool]
+) -> tuple[list[PlanNode], list[str]]:
+    """The plan's nodes, and every problem that keeps it from running (empty when none):
+    malformed nodes, duplicate ids, unknown tools or dependencies, a cycle (named), arguments
+    that fail the tool's schema, references to nodes that are not dependencies."""
+    nodes: list[PlanNode] = []
+    problems: list[str] = []
+    for position, item in enumerate(raw, start=1):
+        try:
+            nodes.append(PlanNode.model_validate(item))
+        except ValidationError as exc:
+            problems.append(f"node {position} is malformed: {_describe(exc)}")
+    if not raw:
+        problems.append("the plan has no nodes")
+    for node_id, count in Counter(n.id for n in nodes).items():
+        if count > 1:
+            problems.append(f"node id {node_id!r} is used {count} times; ids must be unique")
+    ids = {n.id for n in nodes}
+    for node in nodes:
+        problems += node_problems(node, tools, ids)
+    cycle = _find_cycle(nodes)
+    if cycle:
+        problems.append(f"the plan has a cycle: {' → '.join(cycle)}; a node cannot wait for itself")
+    return nodes, problems
+
+
+def node_problems(node: PlanNode, tools: Mapping[str, Tool], ids: set[str] | None) -> list[str]:
+    """What is wrong with one node. With `ids` None (the plan is still streaming) unknown
+    dependencies are not judged yet."""
+    problems: list[str] = []
+    tool = tools.get(node.tool)
+    if tool is None:
+        problems.append(
+            f"node {node.id}: there is no tool {node.tool!r} (the tools are: {', '.join(tools)})"
+        )
+    if ids is not None:
+        problems += [
+            f"node {node.id} depends on {dep!r}, which is not a node of the plan"
+            for dep in node.depends_on
+            if dep not in ids
+        ]
+    if node.id in node.depends_on:
+        problems.append(f"node {node.id} depends on itself")
+    known = set(node.depends_on) | (ids or set())
+    referred = references(node.args, known)
+    for name in sorted(referred - set(node.depends_on)):
+        problems.append(
+            f"node {node.id} refers to {name} in its args but does not depend on it: "
+            f"add {name!r} to its depends_on"
+        )
+    if tool is not None:
+        literal = {k: v for k, v in node.args.items() if not references(v, known)}
+        try:
+            tool.args_model.model_validate(literal)
+        except ValidationError as exc:
+            errors = [
+                e
+                for e in exc.errors()
+                if not (e["type"] == "missing" and e["loc"] and e["loc"][0] in node.args)
+            ]
+            if errors:
+                problems.append(f"node {node.id}: arguments for {tool.name}: {_describe(errors)}")
+    return problems
+
+
+def plan_levels(nodes: Sequence[PlanNode]) -> list[list[str]]:
+    """Node ids by topological level (Kahn): level 0 depends on nothing, level n on earlier."""
+    waiting = {n.id: set(n.depends_on) for n in nodes}
+    levels: list[list[str]] = []
+    done: set[str] = set()
+    while waiting:
+        ready = sorted(i for i, deps in waiting.items() if deps <= done)
+        if not ready:
+            break
+        levels.append(ready)
+        done.update(ready)
+        for i in ready:
+            del waiting[i]
+    return levels
+
+
+def _find_cycle(nodes: Sequence[PlanNode]) -> list[str]:
+    """One cycle among the nodes' dependencies, as a path that returns to its start; [] if none."""
+    graph = {n.id: n.depends_on for n in nodes}
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for dep in graph.get(node, []):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            if dep in graph and dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in graph:
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+@dataclass(slots=True)
+class _NodeRun:
+    node: PlanNode | None
+    """None until the node streams in (something already waits for it)."""
+    call_id: str
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    outcome: ToolOutcome | None = None
+    status: Literal["ok", "failed", "skipped"] | None = None
+
+
+@dataclass(slots=True)
+class _Attempt:
+    raw: str = ""
+    text: str = ""
+    problems: list[str] = field(default_factory=list)
+    runs: dict[str, _NodeRun] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[_NodeRun]:
+        return [r for r in self.runs.values() if r.status == "failed"]
+
+
+class _Dag:
+    def __init__(self, task: PlannerInput) -> None:
+        self.task = task
+        self.ctx = task.ctx
+        self.policy = task.strategy.dag
+        # The plan's tools: `finish` is the joiner's business, not a node's.
+        self.tools = {n: t for n, t in task.tools.items() if n != "finish"}
+        definitions = [t.definition for t in self.tools.values()]
+        self.schema = plan_schema(list(self.tools))
+        self.messages = [
+            Message(role="system", content=task.prompt("dag.j2", definitions)),
+            *(Message(role="system", content=note) for note in task.notes),
+            *task.history,
+            Message(role="user", content=task.query),
+        ]
+        self._definitions: list[ToolDefinition] = definitions
+
+    async def run(self) -> PlannerResult:
+        repairs = replans = 0
+        attempt = 0
+        while attempt < self.task.step_budget:
+            attempt += 1
+            self.ctx.steps = attempt
+            plan = await self._attempt_with_retries(attempt)
+            if plan.problems:
+                repairing = repairs < self.policy.repairs and attempt < self.task.step_budget
+                self.ctx.emit(
+                    PlanInvalidEvent, attempt=attempt, problems=plan.problems, repairing=repairing
+                )
+                if not repairing:
+                    return await self._fall_back(
+                        f"no valid plan after {attempt} attempt(s): {plan.problems[0]}"
+                    )
+                repairs += 1
+                self._follow_up(plan, "dag_repair.j2", problems=plan.problems)
+                continue
+            if plan.failed and self.policy.on_failure == "replan" and replans < self.policy.replans:
+                replans += 1
+                self._follow_up(
+                    plan, "dag_replan.j2", reason="some nodes failed", results=self._results(plan)
+                )
+                continue
+            decision = await self._join(attempt, plan)
+            if decision.action == "finish":
+                return PlannerResult("ok", decision.answer, attempt)
+            if replans >= self.policy.replans:
+                return PlannerResult("budget_exhausted", None, attempt)
+            replans += 1
+            self._follow_up(
+                plan, "dag_replan.j2", reason=decision.reason, results=self._results(plan)
+            )
+        return PlannerResult("budget_exhausted", None, attempt)
+
+    def _follow_up(self, plan: _Attempt, template: str, **variables: Any) -> None:
+        content = self.task.prompt(template, self._definitions, **variables)
+        self.messages += [
+            Message(role="assistant", content=plan.raw),
+            Message(role="user", content=content),
+        ]
+
+    async def _attempt_with_retries(self, attempt: int) -> _Attempt:
+        retried = 0
+        while True:
+            try:
+                return await self._attempt(attempt)
+            except ModelError as exc:
+                retrying = (
+                    isinstance(exc, StreamInterrupted) and retried < self.task.settings.turn_retries
+                )
+                self.ctx.emit(
+                    ModelErrorEvent,
+                    step=attempt,
+                    error=f"{type(exc).__name__}: {exc}",
+                    retrying=retrying,
+                )
+                if not retrying:
+                    raise
+                retried += 1
+
+    async def _attempt(self, attempt: int) -> _Attempt:
+        """Stream one plan and run its nodes as they arrive; validate it whole at its end."""
+        ctx = self.ctx
+        ctx.checkpoint()
+        ctx.emit(TurnStartedEvent, step=attempt)
+        plan = _Attempt()
+        parser = PlanStreamParser()
+        request = ModelRequest(messages=self.messages, json_schema=self.schema, purpose="plan")
+        usage = Usage()
+        started = time.perf_counter()
+        failure: Exception | None = None
+        async with asyncio.TaskGroup() as tg:
+            tasks: list[asyncio.Task[None]] = []
+            try:
+                async for chunk in ctx.model.stream(request):
+                    if isinstance(chunk, TextChunk):
+                        for raw in parser.feed(chunk.text):
+                            run = self._admit(attempt, plan, raw)
+                            if run is not None:
+                                tasks.append(tg.create_task(self._run_node(attempt, plan, run)))
+                    elif isinstance(chunk, UsageChunk):
+                        usage = chunk.usage
+            except Exception as exc:
+                failure = exc
+            else:
+                plan.raw = parser.text
+                ctx.record_model_response(
+                    step=attempt,
+                    purpose="plan",
+                    text=plan.raw,
+                    tool_calls=[],
+                    usage=usage,
+                    duration=time.perf_counter() - started,
+                )
+                self._check_whole(attempt, plan, parser)
+            if failure is not None or plan.problems:
+                # A plan that will not run as a whole: stop what it started.
+                for t in tasks:
+                    t.cancel()
+        if failure is not None:
+            raise failure
+        return plan
+
+    def _admit(self, attempt: int, plan: _Attempt, raw: dict[str, Any]) -> _NodeRun | None:
+        """A node just streamed in: start it (it waits for its dependencies) unless it is
+        wrong on its own; the whole-plan check reports what is wrong."""
+        try:
+            node = PlanNode.model_validate(raw)
+        except ValidationError:
+            return None
+        run = plan.runs.get(node.id)
+        if (run is not None and run.node is not None) or node_problems(node, self.tools, None):
+            return None
+        if run is None:
+            run = plan.runs[node.id] = _NodeRun(node, self._call_id(attempt, node.id))
+        run.node = node  # a placeholder keeps its `done`, which dependants already wait on
+        return run
+
+    def _check_whole(self, attempt: int, plan: _Attempt, parser: PlanStreamParser) -> None:
+        try:
+            plan.text, whole = parser.finish()
+        except JSONProblem as exc:
+            plan.problems = [str(exc)]
+            return
+        raw_nodes = whole.get("nodes")
+        if not isinstance(raw_nodes, list):
+            plan.problems = ['the plan has no "nodes" list']
+            return
+        nodes, plan.problems = validate_plan(raw_nodes, self.tools)
+        if plan.problems:
+            return
+        # Every node was admitted while streaming (each is fine alone); the order is the plan's.
+        plan.runs = {n.id: plan.runs[n.id] for n in nodes}
+        self.ctx.emit(
+            PlanCreatedEvent,
+            attempt=attempt,
+            nodes=nodes,
+            levels=plan_levels(nodes),
+            text=plan.text,
+        )
+
+    async def _run_node(self, attempt: int, plan: _Attempt, run: _NodeRun) -> None:
+        node = run.node
+        assert node is not None
+        try:
+            for dep in node.depends_on:
+                await self._done(attempt, plan, dep).wait()
+            blocked = [d for d in node.depends_on if plan.runs[d].status != "ok"]
+            if blocked:
+                reasons = ", ".join(f"{d} ({plan.runs[d].status})" for d in blocked)
+                run.status = "skipped"
+                self.ctx.emit(
+                    NodeSkippedEvent,
+                    call_id=run.call_id,
+                    node=node.id,
+                    reason=f"it depends on {reasons}",
+                )
+                return
+            run.outcome = await self._call(attempt, plan, run)
+            retries = self.policy.retries if self.policy.on_failure == "retry" else 0
+            for again in range(1, retries + 1):
+                if run.outcome.status == "ok":
+                    break
+                run.outcome = await self._call(attempt, plan, run, again)
+            run.status = "ok" if run.outcome.status == "ok" else "failed"
+        finally:
+            if run.status is None:
+                run.status = "failed"
+            run.done.set()
+
+    def _done(self, attempt: int, plan: _Attempt, node_id: str) -> asyncio.Event:
+        # A dependency may stream in after its dependant: wait for it by id.
+        run = plan.runs.get(node_id)
+        if run is None:
+            run = plan.runs[node_id] = _NodeRun(None, self._call_id(attempt, node_id))
+        return run.done
+
+    async def _call(
+        self, attempt: int, plan: _Attempt, run: _NodeRun, again: int = 0
+    ) -> ToolOutcome:
+        node = run.node
+        assert node is not None
+        call_id = run.call_id if not again else f"{run.call_id}.retry{again}"
+        depends_on = [plan.runs[d].call_id for d in node.depends_on]
+
+        def result(name: str) -> Any:
+            outcome = plan.runs[name].outcome
+            if outcome is None:
+                raise KeyError(name)
+            return outcome.output
+
+        try:
+            args = resolve(node.args, result, set(node.depends_on))
+        except ReferenceProblem as exc:
+            reason = f"node {node.id}: {exc}"
+            self.ctx.emit(
+                ToolCallInvalidEvent,
+                step=attempt,
+                call_id=call_id,
+                name=node.tool,
+                raw=json.dumps(node.args),
+                reason=reason,
+            )
+            return ToolOutcome(call_id, node.tool, None, f"Error: {reason}", error=reason)
+        piece = CallPiece(node.tool, args, json.dumps(node.model_dump()), "json")
+        prepared = self.task.executor.admit(
+            piece, step=attempt, call_id=call_id, depends_on=depends_on
+        )
+        if not isinstance(prepared, PreparedCall):
+            return prepared
+        return await self.task.executor.execute(prepared, fresh=bool(again))
+
+    def _call_id(self, attempt: int, node_id: str) -> str:
+        # The first plan's node ids are the call ids; later plans' are marked with the attempt.
+        return node_id if attempt <= 1 else f"{node_id}@{attempt}"
+
+    def _results(self, plan: _Attempt) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": r.node.id,
+                "tool": r.node.tool,
+                "args": r.node.args,
+                "status": r.status,
+                "observation": r.outcome.observation if r.outcome is not None else "",
+            }
+            for r in plan.runs.values()
+            if r.node is not None
+        ]
+
+    async def _join(self, attempt: int, plan: _Attempt) -> _Decision:
+        """One model call over the plan's results: finish with the answer, or plan again."""
+        prompt = self.task.prompt(
+            "dag_join.j2", self._definitions, query=self.task.query, results=self._results(plan)
+        )
+        request = ModelRequest(
+            messages=[
+                Message(role="system", content=prompt),
+                Message(role="user", content=self.task.query),
+            ],
+            json_schema=JOIN_SCHEMA,
+            purpose="join",
+        )
+        text = await self.ctx.complete(request, step=attempt)
+        start, end = text.find("{"), text.rfind("}")
+        try:
+            decision = _Decision.model_validate_json(
+                text[start : end + 1] if 0 <= start < end else text
+            )
+        except ValidationError as exc:
+            msg = f"the joiner's answer does not fit its schema ({_describe(exc)}): {text[:200]!r}"
+            raise ModelError(msg) from None
+        self.ctx.emit(
+            PlanDecisionEvent, attempt=attempt, action=decision.action, reason=decision.reason
+        )
+        return decision
+
+    async def _fall_back(self, reason: str) -> PlannerResult:
+        self.ctx.emit(PlannerFallbackEvent, planner="dag", to="react", reason=reason)
+        return await run_react(self.task)
+
+
+def _describe(errors: ValidationError | list[Any]) -> str:
+    items = errors.errors() if isinstance(errors, ValidationError) else errors
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in items)

@@ -1,0 +1,119 @@
+"""References from one plan step to another's result, filled in before the step runs.
+
+    "${T1}"                 the whole result of T1 (a `dag` node or a `vm` variable)
+    "${T1.rows[0].name}"    a part of it: fields by `.name`, list items by `[index]`
+    "{T1}"                  the whole result of a `dag` node (the GAP paper's form)
+
+A string that is exactly one reference becomes the referenced value, with its type; a
+reference inside longer text is replaced by the value's text. A result that is JSON text is
+read as JSON when a field is asked of it. A missing name or field raises `ReferenceProblem`,
+which fails the step that asked, not the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Container
+from typing import Any
+
+__all__ = ["ReferenceProblem", "expressions", "references", "resolve"]
+
+_NAME = r"[A-Za-z_][\w-]*"
+_DOLLAR = re.compile(rf"\$\{{({_NAME})((?:\.[A-Za-z_]\w*|\[\d+\])*)\}}")
+_BRACE = re.compile(rf"(?<![$\w{{])\{{({_NAME})\}}")
+# Both forms in one pass, so that text put in by one reference is never read as another.
+_EITHER = re.compile(f"{_DOLLAR.pattern}|{_BRACE.pattern}")
+_PATH = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
+# Arithmetic next to a reference: the VM only substitutes, it does not compute.
+_EXPRESSION = re.compile(r"\$\{[^}]+\}\s*[-+*/%]\s*[\w$({]|[\w)]\s*[-+*/%]\s*\$\{")
+
+
+class ReferenceProblem(ValueError):
+    """A reference that cannot be filled; the message says which and why."""
+
+
+def references(value: Any, names: Container[str] | None = None) -> set[str]:
+    """The names `value` refers to (in strings, at any depth). `{name}` counts only for names
+    in `names` (elsewhere braces are text); `${name}` always counts."""
+    found: set[str] = set()
+    for text in _strings(value):
+        found.update(m.group(1) for m in _DOLLAR.finditer(text))
+        if names is not None:
+            found.update(m.group(1) for m in _BRACE.finditer(text) if m.group(1) in names)
+    return found
+
+
+def expressions(value: Any) -> list[str]:
+    """Strings of `value` that compute with a reference (`"${a} + 1"`), which is not allowed."""
+    return [text for text in _strings(value) if _EXPRESSION.search(text)]
+
+
+def resolve(value: Any, lookup: Callable[[str], Any], names: Container[str] | None = None) -> Any:
+    """`value` with its references filled from `lookup(name)`.
+
+    :param names: the names `{name}` may refer to (None: only `${name}` is a reference)
+    :raises ReferenceProblem: a name `lookup` does not know, or a missing field
+    """
+    if isinstance(value, dict):
+        return {k: resolve(v, lookup, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, lookup, names) for v in value]
+    if not isinstance(value, str):
+        return value
+    whole = _DOLLAR.fullmatch(value)
+    if whole is not None:
+        return _read(lookup, whole.group(1), whole.group(2))
+    brace = _BRACE.fullmatch(value)
+    if brace is not None and names is not None and brace.group(1) in names:
+        return _read(lookup, brace.group(1), "")
+
+    def fill(match: re.Match[str]) -> str:
+        name, path, brace = match.group(1), match.group(2), match.group(3)
+        if brace is not None:
+            if names is None or brace not in names:
+                return match.group(0)
+            name, path = brace, ""
+        found = _read(lookup, name, path)
+        return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+
+    return _EITHER.sub(fill, value)
+
+
+def _read(lookup: Callable[[str], Any], name: str, path: str) -> Any:
+    try:
+        current = lookup(name)
+    except KeyError:
+        msg = f"${{{name}}} refers to nothing: no result or variable is named {name!r}"
+        raise ReferenceProblem(msg) from None
+    walked = name
+    for field, index in _PATH.findall(path):
+        if isinstance(current, str):
+            try:
+                current = json.loads(current)
+            except ValueError:
+                msg = f"{walked} is text, not JSON: it has no {field or f'[{index}]'}"
+                raise ReferenceProblem(msg) from None
+        if field:
+            if not isinstance(current, dict) or field not in current:
+                have = ", ".join(current) if isinstance(current, dict) else type(current).__name__
+                msg = f"{walked} has no field {field!r} (it has: {have})"
+                raise ReferenceProblem(msg)
+            current, walked = current[field], f"{walked}.{field}"
+        else:
+            if not isinstance(current, list) or int(index) >= len(current):
+                size = len(current) if isinstance(current, list) else type(current).__name__
+                msg = f"{walked} has no item [{index}] (it has {size})"
+                raise ReferenceProblem(msg)
+            current, walked = current[int(index)], f"{walked}[{index}]"
+    return current
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

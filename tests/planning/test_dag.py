@@ -1,0 +1,301 @@
+"""The dag planner: plans validated before they run, nodes started as their dependencies finish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import MakeAgent
+from helpers import check_stream, last
+from plans import finish, node, plan, replan
+
+from agentrt import (
+    Event,
+    ModelResponseEvent,
+    NodeSkippedEvent,
+    PlanCreatedEvent,
+    PlanDecisionEvent,
+    PlanInvalidEvent,
+    PlannerFallbackEvent,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+    Workspace,
+)
+from agentrt.planning.dag import plan_levels, validate_plan
+
+
+def of(events: list[Event], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+async def run(agent: Any, strategy: str = "planned") -> list[Event]:
+    events = [e async for e in agent.run("Go", strategy=strategy)]
+    check_stream(events)
+    return events
+
+
+class TestValidation:
+    def problems(self, workspace: Workspace, *nodes: dict[str, Any]) -> list[str]:
+        return validate_plan(list(nodes), workspace.tools)[1]
+
+    def test_a_good_plan(self, workspace: Workspace) -> None:
+        nodes, problems = validate_plan(
+            [node("T1", "add", a=1, b=2), node("T2", "echo", ["T1"], text="sum: {T1}")],
+            workspace.tools,
+        )
+        assert problems == []
+        assert plan_levels(nodes) == [["T1"], ["T2"]]
+
+    def test_each_problem_is_named(self, workspace: Workspace) -> None:
+        problems = self.problems(
+            workspace,
+            node("T1", "add", a=1, b=2),
+            node("T1", "echo", text="again"),
+            node("T2", "teleport", to="Mars"),
+            node("T3", "echo", ["T9"], text="x"),
+            node("T4", "add", a="two", b=2),
+            node("T5", "echo", ["T1"], text="{T3} and ${T1}"),
+            {"id": "T6", "tool": "echo"},
+            {"tool": "echo"},
+        )
+        joined = "\n".join(problems)
+        assert "node 8 is malformed: id: Field required" in joined
+        assert "node T6: arguments for echo: text: Field required" in joined
+        assert "node id 'T1' is used 2 times; ids must be unique" in joined
+        assert "node T2: there is no tool 'teleport' (the tools are: " in joined
+        assert "node T3 depends on 'T9', which is not a node of the plan" in joined
+        assert "node T4: arguments for add: a: Input should be a valid integer" in joined
+        assert (
+            "node T5 refers to T3 in its args but does not depend on it: add 'T3' to its "
+            "depends_on" in joined
+        )
+
+    def test_a_cycle_is_named(self, workspace: Workspace) -> None:
+        problems = self.problems(
+            workspace,
+            node("T1", "echo", text="start"),
+            node("T2", "echo", ["T1", "T3"], text="{T3}"),
+            node("T3", "echo", ["T2"], text="{T2}"),
+        )
+        assert problems == ["the plan has a cycle: T2 → T3 → T2; a node cannot wait for itself"]
+
+    def test_a_reference_in_args_passes_the_type_check(self, workspace: Workspace) -> None:
+        """`{T1}` where an int is expected is checked when it is filled, not before."""
+        assert (
+            self.problems(
+                workspace, node("T1", "add", a=1, b=1), node("T2", "add", ["T1"], a="{T1}", b=1)
+            )
+            == []
+        )
+
+
+class TestScheduling:
+    async def test_a_node_starts_when_its_own_dependencies_finish(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """Slow S and fast F start together; F2 (after F) starts while S still runs: no node
+        waits for a whole level. (Timing is the benchmark's business: this test reads order.)"""
+        agent = make_agent(
+            [
+                plan(
+                    node("S", "nap", seconds=0.3, label="slow"),
+                    node("F", "nap", seconds=0.0, label="fast"),
+                    node("F2", "nap", ["F"], seconds=0.0, label="after-fast"),
+                    node("S2", "echo", ["S", "F2"], text="{S} / {F2}"),
+                ),
+                finish("done"),
+            ]
+        )
+        events = await run(agent)
+        started = {e.call_id: e.seq for e in of(events, ToolStartedEvent)}
+        finished = {e.call_id: e.seq for e in of(events, ToolFinishedEvent)}
+        assert started["F2"] < finished["S"]
+        assert started["S2"] > finished["S"]
+        (created,) = of(events, PlanCreatedEvent)
+        assert created.levels == [["F", "S"], ["F2"], ["S2"]]
+        calls = {e.call_id: e for e in of(events, ToolCallEvent)}
+        assert calls["S2"].depends_on == ["S", "F2"]
+        assert calls["S2"].arguments == {"text": "slept 0.3 / slept 0.0"}
+        assert (last(events).status, last(events).answer) == ("ok", "done")
+
+    async def test_nodes_start_while_the_plan_streams(self, make_agent: MakeAgent) -> None:
+        """With a slowly streamed plan, the first node starts before the model has finished
+        writing the rest of the plan."""
+        long_tail = [node(f"N{i}", "echo", text=f"word {i} " * 5) for i in range(6)]
+        agent = make_agent(
+            [plan(node("T1", "add", a=1, b=2), *long_tail), finish("3")], token_delay=0.003
+        )
+        events = await run(agent)
+        t1 = next(e for e in of(events, ToolStartedEvent) if e.call_id == "T1")
+        plan_written = next(e for e in of(events, ModelResponseEvent) if e.purpose == "plan")
+        assert t1.seq < plan_written.seq
+
+    async def test_the_plan_text_is_kept_and_never_run(self, make_agent: MakeAgent) -> None:
+        """A <plan> block before the JSON (from a model not bound to the schema) is kept."""
+        text = "<plan>\nT1: add. Dependencies: none\n</plan>\n```json\n"
+        agent = make_agent([text + plan(node("T1", "add", a=2, b=2)) + "\n```", finish("4")])
+        events = await run(agent)
+        (created,) = of(events, PlanCreatedEvent)
+        assert created.text == "T1: add. Dependencies: none"
+        assert [e.name for e in of(events, ToolCallEvent)] == ["add"]
+
+
+class TestReferences:
+    async def test_fields_are_read_from_results(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [
+                plan(
+                    node("P", "profile", name="Ada"),
+                    node(
+                        "E", "echo", ["P"], text="${P.name} lives in ${P.city.name} (${P.tags[1]})"
+                    ),
+                    node("A", "add", ["P"], a="${P.city.population}", b=1),
+                ),
+                finish("ok"),
+            ]
+        )
+        events = await run(agent)
+        outputs = {e.call_id: e.output for e in of(events, ToolFinishedEvent)}
+        assert outputs["E"] == "Ada lives in Adaville (b)"
+        assert outputs["A"] == 1201
+
+    async def test_a_missing_field_fails_that_node_only(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [
+                plan(
+                    node("P", "profile", name="Ada"),
+                    node("E", "echo", ["P"], text="${P.age}"),
+                    node("D", "echo", ["E"], text="{E}"),
+                    node("O", "add", a=1, b=1),
+                ),
+                finish("partial"),
+            ]
+        )
+        events = await run(agent)
+        (invalid,) = of(events, ToolCallInvalidEvent)
+        assert invalid.call_id == "E"
+        assert invalid.reason == "node E: P has no field 'age' (it has: name, city, tags)"
+        (skipped,) = of(events, NodeSkippedEvent)
+        assert (skipped.node, skipped.reason) == ("D", "it depends on E (failed)")
+        assert {e.call_id for e in of(events, ToolFinishedEvent)} == {"P", "O"}
+        assert last(events).status == "ok"
+
+
+class TestFailures:
+    async def test_skip_dependants_transitively(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [
+                plan(
+                    node("F", "fail", message="no data"),
+                    node("A", "echo", ["F"], text="{F}"),
+                    node("B", "echo", ["A"], text="{A}"),
+                ),
+                finish("nothing"),
+            ]
+        )
+        events = await run(agent)
+        assert [(e.node, e.reason) for e in of(events, NodeSkippedEvent)] == [
+            ("A", "it depends on F (failed)"),
+            ("B", "it depends on A (skipped)"),
+        ]
+
+    async def test_retry_runs_the_node_again(self, make_agent: MakeAgent) -> None:
+        """With on_failure: retry, a failed node runs again, fresh (not from the cache)."""
+        agent = make_agent([plan(node("F", "fail", message="flaky")), finish("gave up")])
+        events = await run(agent, "planned_retry")
+        assert [e.call_id for e in of(events, ToolFinishedEvent)] == ["F", "F.retry1", "F.retry2"]
+        assert not [e for e in of(events, ToolFinishedEvent) if e.cached]
+
+    async def test_replan_after_a_failure(self, make_agent: MakeAgent) -> None:
+        """With on_failure: replan, the run plans again with the failure in the prompt."""
+        agent = make_agent(
+            [
+                plan(node("F", "fail", message="index offline")),
+                plan(node("A", "add", a=1, b=1)),
+                finish("2"),
+            ]
+        )
+        events = await run(agent, "planned_replan")
+        second_plan_request = agent.model.requests[1]  # type: ignore[attr-defined]
+        assert "Error: index offline" in second_plan_request.messages[-1].content
+        assert [e.call_id for e in of(events, ToolFinishedEvent)] == ["F", "A@2"]
+        assert last(events).answer == "2"
+
+
+class TestRepairAndFallback:
+    async def test_an_invalid_plan_is_repaired(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [
+                plan(node("T1", "teleport", to="Mars")),
+                plan(node("T1", "add", a=1, b=1)),
+                finish("2"),
+            ]
+        )
+        events = await run(agent)
+        (invalid,) = of(events, PlanInvalidEvent)
+        assert invalid.repairing
+        assert invalid.problems[0].startswith("node T1: there is no tool 'teleport'")
+        repair = agent.model.requests[1].messages[-1].content  # type: ignore[attr-defined]
+        assert repair.startswith("Your plan cannot run:\n- node T1: there is no tool 'teleport'")
+        assert [e.call_id for e in of(events, ToolFinishedEvent)] == ["T1@2"]
+
+    async def test_falls_back_to_react_when_no_plan_parses(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(["I think we should add.", "Still prose.", "The answer is 2."])
+        events = await run(agent)
+        assert [e.problems for e in of(events, PlanInvalidEvent)] == [
+            ["the answer holds no JSON object with the plan's nodes"]
+        ] * 2
+        (fallback,) = of(events, PlannerFallbackEvent)
+        assert (fallback.planner, fallback.to) == ("dag", "react")
+        assert (last(events).status, last(events).answer) == ("ok", "The answer is 2.")
+
+
+class TestJoiner:
+    async def test_replan_when_results_are_not_enough(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [
+                plan(node("A", "add", a=1, b=1)),
+                replan("the question also asks for 3 + 3"),
+                plan(node("A", "add", a=1, b=1), node("B", "add", a=3, b=3)),
+                finish("2 and 6"),
+            ]
+        )
+        events = await run(agent)
+        assert [(d.action, d.reason) for d in of(events, PlanDecisionEvent)] == [
+            ("replan", "the question also asks for 3 + 3"),
+            ("finish", "the results answer it"),
+        ]
+        cached = {e.call_id: e.cached for e in of(events, ToolFinishedEvent)}
+        assert cached == {"A": False, "A@2": True, "B@2": False}
+        assert last(events).answer == "2 and 6"
+
+    async def test_out_of_replans(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [
+                plan(node("A", "add", a=1, b=1)),
+                replan("more"),
+                plan(node("B", "add", a=2, b=2)),
+                replan("more"),
+            ]
+        )
+        events = await run(agent)
+        assert last(events).status == "budget_exhausted"
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        ('{"plan": "", "nodes": [{"id": "T1"', "the plan is not valid JSON: "),
+        ("[1, 2]", "the answer holds no JSON object with the plan's nodes"),
+    ],
+)
+def test_parse_problems_are_reported(broken: str, message: str) -> None:
+    """Malformed plans are a problem named for the model, never an exception of the run."""
+    from agentrt.parsing.plans import PlanStreamParser
+
+    parser = PlanStreamParser()
+    parser.feed(broken)
+    with pytest.raises(ValueError, match=message):
+        parser.finish()
