@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from agentrt.builtins import BUILTINS
 from agentrt.classify import ClassificationFailed, classify
 from agentrt.context import RunContext
 from agentrt.embedding import load_embedder
@@ -36,7 +37,7 @@ from agentrt.events import (
     StrategySelectedEvent,
     Timings,
 )
-from agentrt.exceptions import ModelError, UserError
+from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.models.weights import cache_dir
@@ -226,7 +227,7 @@ class Agent:
                     status, answer = await self._plan(ctx, strategy, request, session)
                 except Exception as exc:
                     status, error = "error", f"{type(exc).__name__}: {exc}"
-                    if not isinstance(exc, ModelError):
+                    if not isinstance(exc, AgentrtError):  # ours explain themselves; log bugs
                         ctx.log.exception("run failed")
         finally:
             if status == "cancelled":
@@ -322,7 +323,7 @@ class Agent:
     async def _narrow(self, strategy: Strategy, query: str) -> list[NarrowedTool]:
         """The tools a run of `strategy` offers for `query` (see `agentrt.retrieval.narrow`)."""
         template = (
-            [n for n in self.workspace.tools if n != "finish"]
+            [n for n in self.workspace.tools if n not in BUILTINS]
             if strategy.tools == "all"
             else strategy.tools
         )
@@ -333,7 +334,10 @@ class Agent:
         offered = narrow(
             template=template, retrieved=retrieved, safety=strategy.safety, cap=strategy.max_tools
         )
-        return [NarrowedTool(name="finish", source="builtin"), *offered]
+        # A vm program's steps lean on llm_generate: its planner always has it.
+        builtin = ["finish", "llm_generate"] if strategy.planner == "vm" else ["finish"]
+        offered = [t for t in offered if t.name not in builtin]
+        return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered]
 
     async def _tool_index(self) -> ToolIndex:
         async with self._index_lock:

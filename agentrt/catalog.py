@@ -13,18 +13,18 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from agentrt.builtins import builtin_tools
 from agentrt.exceptions import WorkspaceError
-from agentrt.tool import Tool, finish_tool
+from agentrt.tool import Tool
 
 __all__ = ["ToolCatalog", "load_tool_packs"]
 
 
 class ToolCatalog(Mapping[str, Tool]):
-    """Tools by name. The engine's `finish` tool is always present."""
+    """Tools by name. The engine's built-in tools (`agentrt.builtins`) are always present."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        finish = finish_tool()
-        self._tools: dict[str, Tool] = {finish.name: finish}
+        self._tools: dict[str, Tool] = dict(builtin_tools())
         for t in tools:
             if t.name in self._tools and self._tools[t.name] is not t:
                 msg = f"two tools are named {t.name!r}: {self._tools[t.name].fn!r} and {t.fn!r}"

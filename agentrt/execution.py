@@ -297,6 +297,7 @@ class Executor:
             step=call.step,
             scope=self.scope,
             add_session_tool=self.tools.add_session_tool,
+            complete=functools.partial(self.ctx.complete, step=call.step),
         )
 
     @staticmethod

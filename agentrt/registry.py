@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agentrt.builtins import BUILTINS
 from agentrt.exceptions import WorkspaceError
 from agentrt.tool import Tool
 
@@ -123,7 +124,7 @@ class Registry:
 def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
     """Load `folder` (a workspace's `registry/`) and check it against the live `tools`.
 
-    The engine's own `finish` tool needs no metadata.
+    The engine's built-in tools need no metadata.
     """
     import yaml
 
@@ -143,7 +144,7 @@ def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
             metadata[meta.name] = (meta, path)
 
     for name, tool in tools.items():
-        if name != "finish" and name not in metadata:
+        if name not in BUILTINS and name not in metadata:
             msg = (
                 f"tool {name!r} ({tool.fn.__module__}) has no metadata in {folder / 'tools'}: "
                 f"add an entry with its description, capabilities and params"

@@ -9,17 +9,16 @@ what the tool may know of the run calling it.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentrt.exceptions import ToolDefinitionError
-from agentrt.models.base import ToolDefinition
+from agentrt.models.base import ModelRequest, ToolDefinition
 from agentrt.session import Scope, SessionTool
 
 __all__ = ["Tool", "ToolContext", "tool"]
@@ -39,6 +38,8 @@ class ToolContext:
     add_session_tool: Callable[[SessionTool], None]
     """Offer a new tool for the rest of the run and the session's later runs (raises
     `ToolError` if it is not valid: unknown base, unknown arguments)."""
+    complete: Callable[[ModelRequest], Awaitable[str]]
+    """Ask the run's model; the call is recorded in the trajectory like any other."""
 
 
 class Tool:
@@ -231,19 +232,3 @@ def tool(
         )
 
     return wrap(fn) if fn is not None else wrap
-
-
-def finish(answer: str) -> str:
-    """Give the final answer to the user and end the run.
-
-    Args:
-        answer: The complete answer, in the user's language.
-    """
-    return answer
-
-
-@functools.cache
-def finish_tool() -> Tool:
-    """The engine's own `finish` tool, offered in every run (built on first use)."""
-    # Not cached: a refused finish (see the react planner's early-finish guard) may be repeated.
-    return Tool(finish, ends_run=True, cache=False)

@@ -10,6 +10,7 @@ import yaml
 from conftest import TEST_WORKSPACE
 
 from agentrt import Workspace, WorkspaceError
+from agentrt.builtins import BUILTINS
 from agentrt.registry import CapabilityMap
 
 
@@ -29,7 +30,7 @@ def edit_metadata(ws: Path, change: object) -> Path:
 class TestDefaultWorkspace:
     def test_every_tool_has_metadata(self) -> None:
         w = Workspace()
-        assert set(w.registry.tools) == set(w.tools) - {"finish"}
+        assert set(w.registry.tools) == set(w.tools) - set(BUILTINS)
 
     def test_every_capability_is_mapped(self) -> None:
         """Every capability a tool declares resolves through the versioned map, every

@@ -25,8 +25,11 @@ _BRACE = re.compile(rf"(?<![$\w{{])\{{({_NAME})\}}")
 # Both forms in one pass, so that text put in by one reference is never read as another.
 _EITHER = re.compile(f"{_DOLLAR.pattern}|{_BRACE.pattern}")
 _PATH = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
-# Arithmetic next to a reference: the VM only substitutes, it does not compute.
-_EXPRESSION = re.compile(r"\$\{[^}]+\}\s*[-+*/%]\s*[\w$({]|[\w)]\s*[-+*/%]\s*\$\{")
+# A value that is nothing but arithmetic over references and numbers ("${a} + 1"): the VM only
+# substitutes, it does not compute. Prose that happens to hold a dash is not one.
+_OPERAND = r"(?:\$\{[^}]+\}|\d+(?:\.\d+)?)"
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+_EXPRESSION = re.compile(rf"\s*\(?\s*{_OPERAND}(?:\s*[-+*/%]\s*\(?\s*{_OPERAND}\s*\)?)+\s*\)?\s*")
 
 
 class ReferenceProblem(ValueError):
@@ -46,7 +49,14 @@ def references(value: Any, names: Container[str] | None = None) -> set[str]:
 
 def expressions(value: Any) -> list[str]:
     """Strings of `value` that compute with a reference (`"${a} + 1"`), which is not allowed."""
-    return [text for text in _strings(value) if _EXPRESSION.search(text)]
+    return [
+        text
+        for text in _strings(value)
+        if "${" in text
+        and _EXPRESSION.fullmatch(text)
+        # "${a} / ${b}" or "${from}-${to}" read as text; a number or a + or * is arithmetic.
+        and (_NUMBER.search(text.replace("${", "").replace("}", " ")) or re.search(r"[+*]", text))
+    ]
 
 
 def resolve(value: Any, lookup: Callable[[str], Any], names: Container[str] | None = None) -> Any:

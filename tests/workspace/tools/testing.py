@@ -157,3 +157,24 @@ async def profile(name: str) -> dict[str, object]:
         name: The person's name.
     """
     return {"name": name, "city": {"name": f"{name}ville", "population": 1200}, "tags": ["a", "b"]}
+
+
+@tool
+async def vector_search(query: str, top_k: int = 3) -> list[str]:
+    """Search documentation passages similar to a query.
+
+    Args:
+        query: What to look for.
+        top_k: How many passages.
+    """
+    return [f"passage {i} about {query}" for i in range(1, top_k + 1)]
+
+
+@tool
+async def retrieve_knowledge_graph(query: str) -> dict[str, object]:
+    """Entities and relations about a query, from a knowledge graph.
+
+    Args:
+        query: What to look for.
+    """
+    return {"entities": [query, f"{query} component"], "relations": [f"{query} has component"]}

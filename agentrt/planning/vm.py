@@ -1,0 +1,566 @@
+"""The `vm` planner: the model writes a StackVM program, which a small VM runs.
+
+A program is a list of instructions `{seq_no, type, parameters}`, run in order over a store of
+variables:
+
+    reasoning   chain_of_thoughts, dependency_analysis: the plan's explanation; does nothing
+    assign      {name: value or "${var}", …}: sets variables
+    calling     tool_name, tool_params (may use "${var}"), output_vars: one name (the whole
+                result) or a list (those keys of a JSON result)
+    jmp         target_seq; or condition_prompt (+ context), answered by the model as
+                {"result": bool, "explanation": str}, then jump_if_true / jump_if_false
+
+Before it runs, a program is checked and every problem named with its seq_no; an invalid one is
+sent back for repair (`vm.repairs` times), then the run falls back to `react`. While it runs,
+every instruction is a `vm_instruction` event with the variables it wrote; a loop that passes
+`vm.max_instructions` ends the run `budget_exhausted`. Consecutive `calling` steps run
+concurrently as far as their variables allow (each waits only for the steps it reads from, or
+would overwrite) — the store ends as it would have sequentially. The answer is `final_answer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from agentrt.events import (
+    ModelErrorEvent,
+    PlanInvalidEvent,
+    PlannerFallbackEvent,
+    PlanWarningEvent,
+    TurnStartedEvent,
+    Usage,
+    VmInstructionEvent,
+)
+from agentrt.exceptions import AgentrtError, ModelError, StreamInterrupted
+from agentrt.execution import PreparedCall, ToolOutcome
+from agentrt.models.base import Message, ModelRequest, TextChunk, ToolDefinition, UsageChunk
+from agentrt.parsing import CallPiece
+from agentrt.planning.base import PlannerInput, PlannerResult
+from agentrt.planning.react import run_react
+from agentrt.planning.references import ReferenceProblem, expressions, references, resolve
+from agentrt.tool import Tool
+
+__all__ = [
+    "Instruction",
+    "ProgramFailed",
+    "common_errors",
+    "program_schema",
+    "run_vm",
+    "validate_program",
+]
+
+GENERAL_TOOLS = frozenset(
+    {"llm_generate", "vector_search", "retrieve_knowledge_graph", "wiki_search"}
+)
+"""Tools that know only public documentation and general knowledge (the specification's
+"general tools"), whatever a prompt asks of them."""
+
+# What the specification's "common errors" look like in a general tool's parameters.
+_RUNTIME_FACTS = re.compile(
+    r"\b(current|installed|running|deployed)\s+(\w+\s+)?(version|configuration|config|setup)\b"
+    r"|\bcluster\s+(status|state|health|topology)\b|\bsystem\s+configuration\b",
+    re.IGNORECASE,
+)
+_SQL = re.compile(
+    r"\bselect\b[^;]{1,200}?\bfrom\b|\binformation_schema\b|\b(execute|run)\s+(the\s+)?(sql|query)\b",
+    re.IGNORECASE,
+)
+
+
+class Instruction(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seq_no: int = Field(ge=0)
+    type: Literal["reasoning", "assign", "calling", "jmp"]
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ProgramFailed(AgentrtError):
+    """A program step could not complete; the message names the step."""
+
+
+def program_schema(tools: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema programs are asked for under (an object, which every server accepts)."""
+    return {
+        "type": "object",
+        "properties": {
+            "program": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "seq_no": {"type": "integer"},
+                        "type": {
+                            "type": "string",
+                            "enum": ["reasoning", "assign", "calling", "jmp"],
+                        },
+                        "parameters": {"type": "object"},
+                    },
+                    "required": ["seq_no", "type", "parameters"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["program"],
+        "additionalProperties": False,
+    }
+
+
+class _Condition(BaseModel):
+    result: bool
+    explanation: str
+
+
+CONDITION_SCHEMA = _Condition.model_json_schema()
+
+
+def validate_program(
+    raw: Sequence[Any], tools: Mapping[str, Tool]
+) -> tuple[list[Instruction], list[str]]:
+    """The program, and every problem that keeps it from running, each with its seq_no."""
+    program: list[Instruction] = []
+    problems: list[str] = []
+    for position, item in enumerate(raw):
+        try:
+            program.append(Instruction.model_validate(item))
+        except ValidationError as exc:
+            where = item.get("seq_no", f"#{position}") if isinstance(item, dict) else f"#{position}"
+            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            problems.append(f"seq_no {where}: not an instruction: {detail}")
+    if not raw:
+        return [], ["the program has no instructions"]
+    numbers = [i.seq_no for i in program]
+    for n in sorted({n for n in numbers if numbers.count(n) > 1}):
+        problems.append(f"seq_no {n} is used {numbers.count(n)} times; each must be unique")
+    if sorted(set(numbers)) != list(range(len(set(numbers)))):
+        missing = sorted(set(range(max(numbers, default=0) + 1)) - set(numbers))
+        problems.append(
+            f"seq_no must run from 0 without gaps (missing: {', '.join(map(str, missing))})"
+        )
+    if problems:
+        return program, problems
+    program.sort(key=lambda i: i.seq_no)
+    if program[0].type != "reasoning":
+        problems.append(f"seq_no 0 must be a 'reasoning' instruction, not {program[0].type!r}")
+    for ins in program:
+        problems += _instruction_problems(ins, tools, len(program))
+    if problems:
+        return program, problems
+    problems += _dataflow_problems(program)
+    last = program[-1]
+    if "final_answer" not in _writes(last):
+        problems.append(
+            f"seq_no {last.seq_no}: the last instruction must produce final_answer "
+            "(assign it, or name it in output_vars)"
+        )
+    return program, problems
+
+
+def common_errors(program: Sequence[Instruction]) -> list[tuple[int, str]]:
+    """The specification's "common errors" (warnings; the program still runs): a general tool
+    asked for runtime or environment facts, or asked to run SQL."""
+    found: list[tuple[int, str]] = []
+    for ins in program:
+        if ins.type != "calling" or ins.parameters.get("tool_name") not in GENERAL_TOOLS:
+            continue
+        text = json.dumps(ins.parameters.get("tool_params", {}), ensure_ascii=False)
+        tool = ins.parameters["tool_name"]
+        if _RUNTIME_FACTS.search(text):
+            found.append(
+                (
+                    ins.seq_no,
+                    f"{tool} knows public documentation only: it cannot tell the current "
+                    "version, configuration or status of a system; ask the user, or use a tool "
+                    "made for it",
+                )
+            )
+        if _SQL.search(text):
+            found.append(
+                (ins.seq_no, f"{tool} cannot execute SQL; use a database tool, or the user")
+            )
+    return found
+
+
+def _instruction_problems(ins: Instruction, tools: Mapping[str, Tool], size: int) -> list[str]:
+    p = ins.parameters
+    at = f"seq_no {ins.seq_no}"
+    problems = [
+        f"{at}: {text!r} computes with a variable; the VM only substitutes: compute it in a "
+        "step of its own"
+        for text in expressions(p)
+    ]
+    if ins.type == "assign":
+        if not p:
+            problems.append(f"{at}: assign sets no variable")
+        for name in sorted(set(p) & references(list(p.values()))):
+            problems.append(
+                f"{at}: assign reads ${{{name}}}, which it also assigns; split it in two"
+            )
+    elif ins.type == "calling":
+        tool = p.get("tool_name")
+        if not isinstance(tool, str) or tool not in tools:
+            problems.append(f"{at}: no tool {tool!r} (the tools are: {', '.join(tools)})")
+        if not isinstance(p.get("tool_params", {}), dict):
+            problems.append(f"{at}: tool_params must be an object")
+        outputs = p.get("output_vars")
+        if outputs is not None and not (
+            isinstance(outputs, str)
+            or (isinstance(outputs, list) and all(isinstance(o, str) for o in outputs))
+        ):
+            problems.append(f"{at}: output_vars must be a name or a list of names")
+    elif ins.type == "jmp":
+        targets = [p.get(k) for k in ("target_seq", "jump_if_true", "jump_if_false") if k in p]
+        if "condition_prompt" in p:
+            if "jump_if_true" not in p or "jump_if_false" not in p:
+                problems.append(f"{at}: a conditional jmp needs jump_if_true and jump_if_false")
+        elif "target_seq" not in p:
+            problems.append(
+                f"{at}: jmp needs target_seq, or condition_prompt with jump_if_true and "
+                "jump_if_false"
+            )
+        for target in targets:
+            if not isinstance(target, int) or not 0 <= target < size:
+                problems.append(f"{at}: jump target {target!r} is not an instruction")
+    return problems
+
+
+def _writes(ins: Instruction) -> set[str]:
+    if ins.type == "assign":
+        return set(ins.parameters)
+    if ins.type == "calling":
+        outputs = ins.parameters.get("output_vars")
+        if isinstance(outputs, str):
+            return {outputs}
+        if isinstance(outputs, list):
+            return {o for o in outputs if isinstance(o, str)}
+    return set()
+
+
+def _reads(ins: Instruction) -> set[str]:
+    p = ins.parameters
+    if ins.type == "assign":
+        return references(list(p.values()))
+    if ins.type == "calling":
+        return references(p.get("tool_params", {}))
+    if ins.type == "jmp":
+        return references([p.get("condition_prompt"), p.get("context")])
+    return set()
+
+
+def _successors(ins: Instruction, size: int) -> list[int]:
+    p = ins.parameters
+    if ins.type == "jmp":
+        if "condition_prompt" in p:
+            return [int(p["jump_if_true"]), int(p["jump_if_false"])]  # type: ignore[arg-type]
+        return [int(p["target_seq"])]  # type: ignore[arg-type]
+    return [ins.seq_no + 1] if ins.seq_no + 1 < size else []
+
+
+def _dataflow_problems(program: Sequence[Instruction]) -> list[str]:
+    """Every variable read must be assigned on some path to the reader (a may-analysis over
+    the jumps: reaching a step by any path that assigned it is enough)."""
+    size = len(program)
+    assigned_in: list[set[str] | None] = [None] * size  # None: not reached (yet)
+    assigned_in[0] = set()
+    work = [0]
+    while work:
+        i = work.pop()
+        after = (assigned_in[i] or set()) | _writes(program[i])
+        for j in _successors(program[i], size):
+            before = assigned_in[j]
+            if before is None or not after <= before:
+                assigned_in[j] = (before or set()) | after
+                work.append(j)
+    problems = []
+    for ins, known in zip(program, assigned_in, strict=True):
+        if known is None:
+            continue  # unreachable: it never runs
+        for name in sorted(_reads(ins) - known):
+            problems.append(
+                f"seq_no {ins.seq_no} reads ${{{name}}}, which no instruction assigns before it"
+            )
+    return problems
+
+
+async def run_vm(task: PlannerInput) -> PlannerResult:
+    return await _Vm(task).run()
+
+
+class _Vm:
+    def __init__(self, task: PlannerInput) -> None:
+        self.task = task
+        self.ctx = task.ctx
+        self.policy = task.strategy.vm
+        self.tools = {n: t for n, t in task.tools.items() if n != "finish"}
+        self.definitions: list[ToolDefinition] = [t.definition for t in self.tools.values()]
+        self.schema = program_schema(list(self.tools))
+        self.messages = [
+            Message(role="system", content=task.prompt("vm.j2", self.definitions)),
+            *(Message(role="system", content=note) for note in task.notes),
+            *task.history,
+            Message(role="user", content=task.query),
+        ]
+        self.store: dict[str, JsonValue] = {}
+        self.executed = 0
+        self._runs: dict[int, int] = {}
+        """How often each calling step has run (a loop runs one again)."""
+
+    async def run(self) -> PlannerResult:
+        attempt = 0
+        while attempt < min(self.task.step_budget, self.policy.repairs + 1):
+            attempt += 1
+            self.ctx.steps = attempt
+            raw, program, problems = await self._write_with_retries(attempt)
+            if not problems:
+                for seq_no, warning in common_errors(program):
+                    self.ctx.emit(PlanWarningEvent, where=f"seq_no {seq_no}", warning=warning)
+                return await self._execute(attempt, program)
+            repairing = attempt < min(self.task.step_budget, self.policy.repairs + 1)
+            self.ctx.emit(PlanInvalidEvent, attempt=attempt, problems=problems, repairing=repairing)
+            if repairing:
+                repair = self.task.prompt("vm_repair.j2", self.definitions, problems=problems)
+                self.messages += [
+                    Message(role="assistant", content=raw),
+                    Message(role="user", content=repair),
+                ]
+        reason = f"no valid program after {attempt} attempt(s)"
+        self.ctx.emit(PlannerFallbackEvent, planner="vm", to="react", reason=reason)
+        return await run_react(self.task)
+
+    async def _write_with_retries(self, attempt: int) -> tuple[str, list[Instruction], list[str]]:
+        retried = 0
+        while True:
+            try:
+                return await self._write(attempt)
+            except ModelError as exc:
+                retrying = (
+                    isinstance(exc, StreamInterrupted) and retried < self.task.settings.turn_retries
+                )
+                self.ctx.emit(
+                    ModelErrorEvent,
+                    step=attempt,
+                    error=f"{type(exc).__name__}: {exc}",
+                    retrying=retrying,
+                )
+                if not retrying:
+                    raise
+                retried += 1
+
+    async def _write(self, attempt: int) -> tuple[str, list[Instruction], list[str]]:
+        """Ask for the program (one model call) and check it."""
+        self.ctx.checkpoint()
+        self.ctx.emit(TurnStartedEvent, step=attempt)
+        request = ModelRequest(messages=self.messages, json_schema=self.schema, purpose="program")
+        started = time.perf_counter()
+        parts: list[str] = []
+        usage = Usage()
+        async for chunk in self.ctx.model.stream(request):
+            if isinstance(chunk, TextChunk):
+                parts.append(chunk.text)
+            elif isinstance(chunk, UsageChunk):
+                usage = chunk.usage
+        raw = "".join(parts)
+        self.ctx.record_model_response(
+            step=attempt,
+            purpose="program",
+            text=raw,
+            tool_calls=[],
+            usage=usage,
+            duration=time.perf_counter() - started,
+        )
+        try:
+            value = _json(raw)
+        except ValueError as exc:
+            return raw, [], [f"the program is not valid JSON: {exc}"]
+        items = value.get("program") if isinstance(value, dict) else value
+        if not isinstance(items, list):
+            return raw, [], ['the answer must be {"program": [instructions…]}']
+        program, problems = validate_program(items, self.tools)
+        return raw, program, problems
+
+    async def _execute(self, attempt: int, program: list[Instruction]) -> PlannerResult:
+        pc = 0
+        while pc < len(program):
+            ins = program[pc]
+            if ins.type == "calling":
+                group = [ins]
+                while pc + len(group) < len(program) and program[pc + len(group)].type == "calling":
+                    group.append(program[pc + len(group)])
+                if self.executed + len(group) > self.policy.max_instructions:
+                    group = group[: max(0, self.policy.max_instructions - self.executed)]
+                    if not group:
+                        return PlannerResult("budget_exhausted", None, attempt)
+                await self._call_group(attempt, group)
+                pc += len(group)
+                continue
+            if self.executed >= self.policy.max_instructions:
+                return PlannerResult("budget_exhausted", None, attempt)
+            self.executed += 1
+            pc = await self._step(attempt, ins)
+        if "final_answer" not in self.store:
+            msg = "the program ended without assigning final_answer"
+            raise ProgramFailed(msg)
+        answer = self.store["final_answer"]
+        return PlannerResult(
+            "ok", answer if isinstance(answer, str) else json.dumps(answer), attempt
+        )
+
+    async def _step(self, attempt: int, ins: Instruction) -> int:
+        """Run one non-calling instruction; return the next seq_no."""
+        p = ins.parameters
+        writes: dict[str, JsonValue] = {}
+        following = ins.seq_no + 1
+        try:
+            if ins.type == "assign":
+                writes = {name: resolve(value, self.store.__getitem__) for name, value in p.items()}
+                self.store.update(writes)
+            elif ins.type == "jmp":
+                following = await self._jump(attempt, ins)
+        except ReferenceProblem as exc:
+            msg = f"seq_no {ins.seq_no} ({ins.type}): {exc}"
+            raise ProgramFailed(msg) from None
+        self.ctx.emit(
+            VmInstructionEvent,
+            seq_no=ins.seq_no,
+            instruction=ins.type,
+            writes=writes,
+            jumped_to=following if ins.type == "jmp" else None,
+        )
+        return following
+
+    async def _jump(self, attempt: int, ins: Instruction) -> int:
+        p = ins.parameters
+        if "condition_prompt" not in p:
+            return int(p["target_seq"])  # type: ignore[arg-type]
+        question = resolve(p["condition_prompt"], self.store.__getitem__)
+        context = resolve(p.get("context"), self.store.__getitem__)
+        content = question if context is None else f"{question}\n\nContext:\n{context}"
+        request = ModelRequest(
+            messages=[
+                Message(
+                    role="system",
+                    content='Answer with one JSON object: {"result": true or false, '
+                    '"explanation": "<why>"}.',
+                ),
+                Message(role="user", content=str(content)),
+            ],
+            json_schema=CONDITION_SCHEMA,
+            purpose="condition",
+        )
+        text = await self.ctx.complete(request, step=attempt)
+        try:
+            verdict = _Condition.model_validate(_json(text))
+        except (ValueError, ValidationError) as exc:
+            msg = f"seq_no {ins.seq_no}: the condition's answer is not the JSON asked for: {exc}"
+            raise ProgramFailed(msg) from None
+        target = p["jump_if_true"] if verdict.result else p["jump_if_false"]
+        return int(target)  # type: ignore[arg-type]
+
+    async def _call_group(self, attempt: int, group: list[Instruction]) -> None:
+        """Run consecutive calling steps, each as soon as the earlier ones it depends on are
+        done: it reads what they write, or writes what they read or write."""
+        done = {ins.seq_no: asyncio.Event() for ins in group}
+        failures: list[str] = []
+
+        def waits_for(i: int) -> list[int]:
+            me = group[i]
+            return [
+                earlier.seq_no
+                for earlier in group[:i]
+                if _writes(earlier) & (_reads(me) | _writes(me)) or _reads(earlier) & _writes(me)
+            ]
+
+        async def one(i: int) -> None:
+            ins = group[i]
+            try:
+                for seq_no in waits_for(i):
+                    await done[seq_no].wait()
+                if not failures:
+                    await self._call(attempt, ins)
+            except ProgramFailed as exc:
+                failures.append(str(exc))
+            finally:
+                done[ins.seq_no].set()
+
+        async with asyncio.TaskGroup() as tg:
+            for i in range(len(group)):
+                tg.create_task(one(i))
+        self.executed += len(group)
+        if failures:
+            raise ProgramFailed(failures[0])
+
+    async def _call(self, attempt: int, ins: Instruction) -> None:
+        p = ins.parameters
+        tool = str(p["tool_name"])
+        # A step run again by a loop gets a fresh call id.
+        runs = self._runs[ins.seq_no] = self._runs.get(ins.seq_no, 0) + 1
+        call_id = f"vm{ins.seq_no}" if runs == 1 else f"vm{ins.seq_no}.{runs}"
+        try:
+            params = resolve(p.get("tool_params", {}), self.store.__getitem__)
+        except ReferenceProblem as exc:
+            msg = f"seq_no {ins.seq_no} (calling {tool}): {exc}"
+            raise ProgramFailed(msg) from None
+        piece = CallPiece(tool, params, json.dumps(p, ensure_ascii=False), "json")
+        prepared = self.task.executor.admit(piece, step=attempt, call_id=call_id)
+        outcome: ToolOutcome = (
+            await self.task.executor.execute(prepared)
+            if isinstance(prepared, PreparedCall)
+            else prepared
+        )
+        if outcome.status != "ok":
+            msg = f"seq_no {ins.seq_no} (calling {tool}) failed: {outcome.error}"
+            raise ProgramFailed(msg)
+        writes = self._outputs(ins, outcome.output)
+        self.store.update(writes)
+        self.ctx.emit(VmInstructionEvent, seq_no=ins.seq_no, instruction="calling", writes=writes)
+
+    def _outputs(self, ins: Instruction, output: JsonValue) -> dict[str, JsonValue]:
+        names = ins.parameters.get("output_vars")
+        if names is None:
+            return {}
+        if isinstance(names, str):
+            return {names: output}
+        keys = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+        value = output
+        if isinstance(value, str):
+            try:
+                value = _json(value)
+            except ValueError:
+                value = None
+        if not isinstance(value, dict):
+            msg = (
+                f"seq_no {ins.seq_no}: output_vars {names} asks for keys of a JSON object, "
+                f"but the result is not one: {str(output)[:200]!r}"
+            )
+            raise ProgramFailed(msg)
+        missing = [n for n in keys if n not in value]
+        if missing:
+            msg = (
+                f"seq_no {ins.seq_no}: the result has no key {', '.join(map(repr, missing))} "
+                f"(it has: {', '.join(value)})"
+            )
+            raise ProgramFailed(msg)
+        return {n: value[n] for n in keys}
+
+
+def _json(text: str) -> Any:
+    """JSON from a model's answer, which small models fence or surround with prose."""
+    text = text.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rsplit("```", 1)[0]
+    try:
+        return json.loads(text)
+    except ValueError:
+        start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+        end = max(text.rfind("}"), text.rfind("]"))
+        if 0 <= start < end:
+            return json.loads(text[start : end + 1])
+        raise
