@@ -36,3 +36,10 @@ def test_models_benchmark_runs(small_model_path: Path) -> None:
     out = run(str(BENCHMARKS / "models.py"), "--rounds", "1").stdout
     for path in ("raw httpx", "OpenAIModel", "agent turn", "LocalModel"):
         assert path in out
+
+
+def test_planning_benchmark_runs() -> None:
+    """benchmarks/planning.py runs its quick sizes through the real dag planner."""
+    out = run(str(BENCHMARKS / "planning.py"), "--quick").stdout
+    assert "level barrier" in out
+    assert "│    25 │" in out

@@ -299,3 +299,38 @@ def test_parse_problems_are_reported(broken: str, message: str) -> None:
     parser.feed(broken)
     with pytest.raises(ValueError, match=message):
         parser.finish()
+
+
+class TestGolden:
+    async def test_the_gap_paper_example(self, make_agent: MakeAgent) -> None:
+        """The GAP paper's graph: two capitals looked up in parallel, then each population,
+        each waiting only for its own capital."""
+        agent = make_agent(
+            [
+                "<plan>\nT1: capital of France. Dependencies: none\n"
+                "T2: capital of Germany. Dependencies: none\n"
+                "T3: population of T1's answer. Dependencies: T1\n"
+                "T4: population of T2's answer. Dependencies: T2\n</plan>\n"
+                + plan(
+                    node("s1", "search", query="capital of France"),
+                    node("s2", "search", query="capital of Germany"),
+                    node("s3", "search", ["s1"], query="population of {s1}"),
+                    node("s4", "search", ["s2"], query="population of {s2}"),
+                ),
+                finish("Paris and Berlin, with their populations"),
+            ]
+        )
+        events = await run(agent)
+        (created,) = of(events, PlanCreatedEvent)
+        assert created.levels == [["s1", "s2"], ["s3", "s4"]]
+        assert created.text.startswith("T1: capital of France. Dependencies: none")
+        queries = {e.call_id: e.arguments["query"] for e in of(events, ToolCallEvent)}
+        assert queries == {
+            "s1": "capital of France",
+            "s2": "capital of Germany",
+            "s3": "population of results for capital of France",
+            "s4": "population of results for capital of Germany",
+        }
+        join_request = agent.model.requests[-1]  # type: ignore[attr-defined]
+        assert "- s4 search" in join_request.messages[0].content
+        assert last(events).answer == "Paris and Berlin, with their populations"
