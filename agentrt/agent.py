@@ -180,7 +180,15 @@ class Agent:
         if self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
         header = self._header(run_id, request.query, request.session_id)
-        return RunContext(run_id, self.model, header, writer)
+        output_dir = (
+            writer.path.with_suffix("")
+            if writer is not None
+            else (self.settings.cache_dir or cache_dir()) / "outputs" / run_id
+        )
+        artifacts = self.sessions.artifacts(request.session_id) if request.session_id else None
+        return RunContext(
+            run_id, self.model, header, writer, output_dir=output_dir, artifacts=artifacts
+        )
 
     async def _events(self, ctx: RunContext, request: _Request) -> AsyncGenerator[Event, None]:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)

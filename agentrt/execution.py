@@ -298,6 +298,8 @@ class Executor:
             scope=self.scope,
             add_session_tool=self.tools.add_session_tool,
             complete=functools.partial(self.ctx.complete, step=call.step),
+            artifacts=self.ctx.artifacts,
+            output_dir=self.ctx.output_dir,
         )
 
     @staticmethod

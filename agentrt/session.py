@@ -84,6 +84,7 @@ class SessionStore:
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
+        self._artifacts: dict[str, dict[str, object]] = {}
 
     def get(self, session_id: str) -> Session:
         """The session, new and empty the first time it is asked for."""
@@ -91,6 +92,10 @@ class SessionStore:
         if session is None:
             session = self._sessions[session_id] = Session(id=session_id)
         return session
+
+    def artifacts(self, session_id: str) -> dict[str, object]:
+        """What the session's tools keep between runs (data frames, …): in memory only."""
+        return self._artifacts.setdefault(session_id, {})
 
     def put(self, session: Session) -> None:
         """Keep `session` (e.g. one restored from storage), replacing any of the same id."""

@@ -13,6 +13,7 @@ import hashlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -40,6 +41,10 @@ class ToolContext:
     `ToolError` if it is not valid: unknown base, unknown arguments)."""
     complete: Callable[[ModelRequest], Awaitable[str]]
     """Ask the run's model; the call is recorded in the trajectory like any other."""
+    artifacts: dict[str, Any]
+    """What tools keep between calls (data frames, …), by name: the run's, or its session's."""
+    output_dir: Path
+    """Where to write files (charts, tables): beside the run's trajectory. Make it first."""
 
 
 class Tool:

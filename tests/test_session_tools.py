@@ -208,3 +208,29 @@ class TestWiden:
         ]
         assert toolbox.widen([("add", 0.9)]) == []
         assert toolbox.version == 1
+
+
+class TestArtifacts:
+    async def test_kept_across_a_session_s_runs_and_files_beside_the_trajectory(
+        self, make_agent: MakeAgent
+    ) -> None:
+        agent = make_agent(
+            [
+                call("remember", key="k", value="42"),
+                "ok",
+                call("recall", key="k"),
+                "ok",
+                call("recall", key="k"),
+                "ok",
+            ]
+        )
+        first = await agent.run_to_completion("Keep", session_id="s", strategy="exploratory")
+        second = await agent.run_to_completion("Recall", session_id="s", strategy="exploratory")
+        other = await agent.run_to_completion("Recall", session_id="t", strategy="exploratory")
+        (kept,) = of(first.trajectory.events, ToolFinishedEvent)
+        assert first.path is not None
+        assert kept.output == str(first.path.with_suffix(""))
+        assert (first.path.with_suffix("") / "k.txt").read_text() == "42"
+        assert [e.output for e in of(second.trajectory.events, ToolFinishedEvent)] == ["42"]
+        (missing,) = of(other.trajectory.events, ToolFinishedEvent)
+        assert missing.error == "nothing kept as 'k'"

@@ -178,3 +178,29 @@ async def retrieve_knowledge_graph(query: str) -> dict[str, object]:
         query: What to look for.
     """
     return {"entities": [query, f"{query} component"], "relations": [f"{query} has component"]}
+
+
+@tool
+async def remember(ctx: ToolContext, key: str, value: str) -> str:
+    """Keep a value for later calls; write it to a file beside the trajectory too.
+
+    Args:
+        key: Its name.
+        value: What to keep.
+    """
+    ctx.artifacts[key] = value
+    ctx.output_dir.mkdir(parents=True, exist_ok=True)
+    (ctx.output_dir / f"{key}.txt").write_text(value)
+    return str(ctx.output_dir)
+
+
+@tool
+async def recall(ctx: ToolContext, key: str) -> str:
+    """A value kept earlier.
+
+    Args:
+        key: Its name.
+    """
+    if key not in ctx.artifacts:
+        raise ToolError(f"nothing kept as {key!r}")
+    return str(ctx.artifacts[key])
