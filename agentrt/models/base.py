@@ -20,6 +20,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolDefinition",
     "UsageChunk",
+    "for_llama_grammar",
     "text_mode_messages",
 ]
 
@@ -137,4 +138,32 @@ def text_mode_messages(messages: list[Message], nudge: str = TOOL_RESULTS_NUDGE)
             results = []
         if message is not None:
             out.append(message)
+    return out
+
+
+_ANY_JSON = ["string", "number", "boolean", "null", "array", "object"]
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SCHEMAS = frozenset({"items", "additionalProperties", "not", "contains"})
+
+
+def for_llama_grammar(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with every empty sub-schema (any JSON value, as pydantic writes `JsonValue`)
+    spelled out as a union of every JSON type.
+
+    llama.cpp's schema-to-grammar converter reads an empty schema as "an object": a field
+    meant to hold any value would be forced into `{"value": {}}` shapes.
+    """
+    if not schema:
+        return {"type": list(_ANY_JSON)}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: for_llama_grammar(v) for name, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [for_llama_grammar(v) for v in value]
+        elif key in _SCHEMAS and isinstance(value, dict):
+            out[key] = for_llama_grammar(value)
+        else:
+            out[key] = value
     return out

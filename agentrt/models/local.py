@@ -35,6 +35,7 @@ from agentrt.models.base import (
     ModelRequest,
     TextChunk,
     UsageChunk,
+    for_llama_grammar,
     text_mode_messages,
 )
 from agentrt.models.weights import WeightPack, materialize, weight_packs
@@ -138,7 +139,10 @@ class LocalModel:
             "seed": self.seed,
         }
         if request.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+            kwargs["response_format"] = {
+                "type": "json_object",
+                "schema": for_llama_grammar(request.json_schema),
+            }
         elif request.tools:
             kwargs["tools"] = [
                 {"type": "function", "function": t.model_dump()} for t in request.tools

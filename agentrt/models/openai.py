@@ -59,6 +59,7 @@ from agentrt.models.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    for_llama_grammar,
     text_mode_messages,
 )
 
@@ -228,7 +229,11 @@ class OpenAIModel:
                     "json_schema": {"name": "answer", "schema": schema, "strict": True},
                 }
             elif s.structured_output == "json_object":
-                body["response_format"] = {"type": "json_object", "schema": schema}
+                # llama-cpp-python's server builds a grammar from it.
+                body["response_format"] = {
+                    "type": "json_object",
+                    "schema": for_llama_grammar(schema),
+                }
             elif s.structured_output == "vllm":
                 body["guided_json"] = schema
         if s.temperature is not None:

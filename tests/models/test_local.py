@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, JsonValue
 from conftest import TEST_WORKSPACE
 from helpers import check_stream
 
@@ -82,6 +83,27 @@ async def test_json_steps_always_parse(local: LocalModel, workspace: object) -> 
     answer = Classification.model_validate(json.loads(text))
     assert answer.query_type in workspace.strategies
     assert answer.suggested_contexts == []
+
+
+async def test_a_field_of_any_json_value_can_hold_a_string(local: LocalModel) -> None:
+    """pydantic writes `JsonValue` as an empty schema, which llama.cpp's grammar reads as "an
+    object": spelled out, the grammar lets a string through where the prompt asks for one."""
+
+    class Step(BaseModel):
+        params: dict[str, JsonValue]
+
+    request = ModelRequest(
+        messages=[
+            Message(
+                role="user",
+                content='Answer {"params": {"name": "totals"}} exactly, as JSON, nothing else.',
+            )
+        ],
+        json_schema=Step.model_json_schema(),
+        max_tokens=30,
+    )
+    text = "".join([c.text async for c in local.stream(request) if isinstance(c, TextChunk)])
+    assert Step.model_validate_json(text).params == {"name": "totals"}
 
 
 async def test_a_short_real_run(local: LocalModel, tmp_path: Path) -> None:
