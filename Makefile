@@ -1,14 +1,14 @@
 # Each target first installs what it needs into .venv (again when pyproject.toml changes).
 # The very first install builds llama.cpp (15-20 min on 2 cores) and downloads model weights.
 
-.PHONY: run test bench
+.PHONY: run test bench chromium
 
 # The main job: answer a question with the embedded model (no server, no key, no network).
 run: .venv/.installed-run
 	.venv/bin/agentrt run
 
 # Every check: lint, format, types (strict on agentrt/), tests (a real model among them).
-test: .venv/.installed-dev
+test: .venv/.installed-dev chromium
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
@@ -16,6 +16,12 @@ test: .venv/.installed-dev
 
 bench: .venv/.installed-dev
 	.venv/bin/python benchmarks/overhead.py
+
+# The server's web page is tested in Debian's Chromium, driven by Playwright (which cannot
+# download a browser of its own here). Installed once; as root, or with sudo.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+chromium:
+	command -v chromium >/dev/null || ($(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium)
 
 .venv/.installed-run: pyproject.toml scripts/install
 	scripts/install local,model-default,retrieval

@@ -293,3 +293,67 @@ def replay(
     out.print("recorded:", json.dumps(difference.recorded, ensure_ascii=False), highlight=False)
     out.print("today:   ", json.dumps(difference.replayed, ensure_ascii=False), highlight=False)
     raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str, typer.Option(help="Address to listen on; beyond loopback a token is required.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8000,
+    model: Annotated[str, typer.Option(help=MODEL_HELP)] = "local",
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
+    ] = None,
+    token: Annotated[
+        list[str] | None,
+        typer.Option(
+            envvar="AGENTRT_TOKEN",
+            help="A bearer token clients must send (repeat for several; AGENTRT_TOKEN may hold "
+            "several, separated by spaces).",
+        ),
+    ] = None,
+    trajectories: Annotated[
+        Path, typer.Option(help="Where runs are recorded and read back from.")
+    ] = Path("trajectories"),
+    max_runs: Annotated[int, typer.Option(min=1, help="Runs in progress at once, in all.")] = 32,
+    max_runs_per_token: Annotated[
+        int, typer.Option(min=1, help="Runs in progress at once for one token.")
+    ] = 8,
+) -> None:
+    """Serve runs over HTTP: SSE or NDJSON streams, trajectories, and a web page at /."""
+    configure_logging()
+    tokens = tuple(token or ())
+    try:
+        from agentrt.server import Server, ServerSettings, check_exposure, create_app
+    except ImportError as exc:
+        err.print(
+            f"[red]error:[/] the server needs its extra: pip install 'agentrt[server]' ({exc})"
+        )
+        raise typer.Exit(2) from None
+    try:
+        check_exposure(host, tokens)
+        agent = Agent(
+            workspace,
+            model=_load_model(model),
+            settings=AgentSettings(trajectory_dir=trajectories),
+        )
+        application = create_app(
+            agent,
+            ServerSettings(tokens=tokens, max_runs=max_runs, max_runs_per_token=max_runs_per_token),
+        )
+    except UserError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    import uvicorn
+
+    # On Ctrl-C the runs in progress are cancelled, their streams ended with run_finished; a
+    # response still open 5 s later is cut off.
+    server = Server(uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=5))
+
+    async def main() -> None:
+        await _prepare(agent.model)
+        await agent.prepare()  # the tool index, if retrieval needs one: not in the first run
+        await server.serve()
+
+    anyio.run(main)

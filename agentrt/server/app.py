@@ -1,0 +1,438 @@
+"""The HTTP app: runs streamed as SSE or NDJSON, their trajectories, sessions, and a web page.
+
+    POST /runs                      start a run, stream its events (SSE or NDJSON by Accept)
+    GET  /runs/{run_id}             its state and trajectory (events so far, or the file)
+    GET  /runs/{run_id}/events      stream it again, after Last-Event-ID; live runs are followed
+    POST /runs/{run_id}/cancel      cancel it; answers once it has ended
+    GET  /sessions/{session_id}     the session's runs
+    POST /sessions/{session_id}/messages   continue the session: a run, streamed as above
+    GET  /trajectories              the trajectory files the server can open
+    GET  /                          the web page; /static/… its script and styles
+    GET  /openapi.json              the schema
+
+Built on the Agent API only: `agent.run(query, session_id=, strategy=)`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import anyio
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi import Path as PathParam
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agentrt._version import __version__
+from agentrt.agent import Agent
+from agentrt.events import event_adapter
+from agentrt.exceptions import UserError
+from agentrt.server.auth import Caller, CallerDep, authenticate, token_keys
+from agentrt.server.runs import RunRefused, RunRegistry
+from agentrt.server.schemas import (
+    ID_PATTERN,
+    ErrorBody,
+    FieldError,
+    LimitErrorBody,
+    MessageRequest,
+    RunInfo,
+    RunRequest,
+    RunSummary,
+    SessionInfo,
+    TrajectoryList,
+    ValidationErrorBody,
+)
+from agentrt.server.streams import (
+    NDJSON,
+    SSE,
+    EventStream,
+    file_chunks,
+    negotiate,
+    run_chunks,
+)
+from agentrt.server.trajectories import find_trajectory, list_trajectories, read_run
+
+__all__ = ["ServerSettings", "create_app"]
+
+STATIC = Path(__file__).parent / "static"
+
+
+class ServerSettings(BaseModel):
+    """How a server admits and keeps runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: tuple[str, ...] = ()
+    """Bearer tokens accepted; empty means no token is asked for (loopback only, see
+    `check_exposure`)."""
+    max_runs: int = Field(32, ge=1)
+    """Runs in progress at once on this server; one more is refused with 429."""
+    max_runs_per_token: int = Field(8, ge=1)
+    """Runs in progress at once for one token (when the server has tokens)."""
+    keep_finished: int = Field(100, ge=0)
+    """Finished runs kept in memory; older ones are served from their trajectory files."""
+    keepalive: float = Field(15.0, gt=0)
+    """Seconds of silence after which an SSE stream gets a comment line."""
+    list_limit: int = Field(200, ge=1)
+    """Most trajectory files `GET /trajectories` lists."""
+
+
+RunId = Annotated[str, PathParam(pattern=ID_PATTERN, description="A run id.")]
+SessionId = Annotated[str, PathParam(pattern=ID_PATTERN, description="A session id.")]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "No bearer token, or not one this server accepts."},
+    403: {
+        "model": ErrorBody,
+        "description": "The server has no token and the request reached it beyond loopback.",
+    },
+    422: {
+        "model": ValidationErrorBody,
+        "description": "The request does not validate (a body that is not JSON included).",
+    },
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "No such run or session here."}
+}
+_STREAM_CONTENT = {
+    SSE: {
+        # One event of the stream (Open API 3.1 reads `schema` of an event stream that way).
+        "schema": {
+            "type": "object",
+            "required": ["event", "id", "data"],
+            "properties": {
+                "event": {"type": "string", "description": "The event's `type`."},
+                "id": {
+                    "type": "string",
+                    "pattern": "^[0-9]+$",
+                    "description": "The event's `seq`: send it as `Last-Event-ID` to resume.",
+                },
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": "#/components/schemas/Event"},
+                },
+            },
+        },
+        "example": 'event: run_started\nid: 0\ndata: {"run_id":…,"seq":0,…}\n\n',
+    },
+    NDJSON: {
+        "schema": {"type": "string", "description": "One `Event` as JSON per line."},
+        "example": '{"run_id":…,"seq":0,"t":0.0,"type":"run_started",…}\n',
+    },
+}
+_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "The run's events, each as the JSON of one `Event` (see `RunInfo.events`): SSE "
+            "(`event: <type>`, `id: <seq>`, `data: <json>`) or NDJSON, by `Accept`. The stream "
+            "ends with `run_finished`."
+        ),
+        "content": _STREAM_CONTENT,
+    },
+    406: {"model": ErrorBody, "description": "`Accept` allows neither SSE nor NDJSON."},
+}
+_START: dict[int | str, dict[str, Any]] = {
+    **_STREAM,
+    409: {"model": ErrorBody, "description": "The session has a run in progress."},
+    429: {"model": LimitErrorBody, "description": "Too many runs in progress; says which limit."},
+}
+_LAST_EVENT_ID = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "description": "Send only the events after this `seq`, e.g. to resume a stream.",
+    "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
+}
+_STARTED_HEADER = {"X-Run-Id": {"description": "The run's id.", "schema": {"type": "string"}}}
+
+
+def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
+    """The server's app over `agent`. Serve it with its lifespan on (uvicorn does).
+
+    :raises UserError: the agent records no trajectories, which the server reads from
+    """
+    settings = settings or ServerSettings()
+    trajectory_dir = agent.settings.trajectory_dir
+    if trajectory_dir is None:
+        msg = (
+            "the server reads runs back from their trajectories, and this agent records none: "
+            "give it AgentSettings(trajectory_dir=…)"
+        )
+        raise UserError(msg)
+    registry = RunRegistry(
+        trajectory_dir,
+        max_runs=settings.max_runs,
+        max_runs_per_token=settings.max_runs_per_token,
+        keep_finished=settings.keep_finished,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with registry.running():
+            yield
+
+    app = _App(
+        title="agentrt",
+        version=__version__,
+        summary="Stream agent runs as SSE or NDJSON; read their trajectories.",
+        lifespan=lifespan,
+        # The interactive docs load their scripts from a CDN; the schema is at /openapi.json.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.registry = registry
+    app.state.strategies = list(agent.workspace.strategies)
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RunRefused, _run_refused)  # type: ignore[arg-type]
+    app.state.token_keys = token_keys(settings.tokens)
+    # The same dependency as `CallerDep`: FastAPI checks the token once per request.
+    api = APIRouter(dependencies=[Depends(authenticate)], responses=_ERRORS)
+
+    async def start(
+        request: Request,
+        caller: Caller,
+        query: str,
+        session_id: str | None,
+        strategy: str | None,
+    ) -> Response:
+        fmt = negotiate(request.headers.get("accept"))
+        if fmt is None:
+            msg = f"cannot stream as {request.headers.get('accept')!r}: accept {SSE} or {NDJSON}"
+            raise HTTPException(406, msg)
+        if strategy is not None and strategy not in agent.workspace.strategies:
+            known = ", ".join(agent.workspace.strategies)
+            _invalid(("body", "strategy"), f"no strategy {strategy!r} (known: {known})")
+        registry.admit(caller, session_id)
+        try:
+            events = agent.run(query, session_id=session_id, strategy=strategy)
+        except UserError as exc:
+            _invalid(("body",), str(exc))
+        handle = registry.start(events, query=query, session_id=session_id, caller=caller)
+        await handle.started.wait()
+        if handle.run_id is None:  # cancelled before its first event: only at shutdown
+            raise HTTPException(503, "the server is shutting down")
+        return EventStream(
+            run_chunks(handle, -1, fmt, settings.keepalive),
+            fmt,
+            on_close=handle.abandon,
+            headers={"X-Run-Id": handle.run_id},
+        )
+
+    @api.post(
+        "/runs",
+        response_class=Response,
+        responses={**_START, 200: {**_START[200], "headers": _STARTED_HEADER}},
+        summary="Start a run and stream its events",
+    )
+    async def post_run(request: Request, body: RunRequest, caller: CallerDep) -> Response:
+        """Start a run and stream its events as they happen.
+
+        The request owns the run: if the client disconnects before the run ends, the run is
+        cancelled (its tools too) and its trajectory ends with `run_finished: cancelled`.
+        """
+        return await start(request, caller, body.query, body.session_id, body.strategy)
+
+    @api.get("/runs/{run_id}", responses=_NOT_FOUND, summary="A run's state and trajectory")
+    async def get_run(run_id: RunId) -> RunInfo:
+        """The run's state and trajectory: the events so far while it runs on this server,
+        its recorded file once it has ended (or for any run the trajectory folder holds)."""
+        handle = registry.get(run_id)
+        if handle is not None and handle.live:
+            return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
+        path = find_trajectory(trajectory_dir, run_id)
+        if path is not None:
+            try:
+                return await anyio.to_thread.run_sync(read_run, path)
+            except ValueError as exc:
+                _invalid(("path", "run_id"), f"the trajectory of run {run_id!r} is broken: {exc}")
+        if handle is not None and not handle.evicted:  # ended, its file not written
+            return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
+        raise HTTPException(404, _no_run(run_id, trajectory_dir))
+
+    @api.get(
+        "/runs/{run_id}/events",
+        response_class=Response,
+        responses={**_STREAM, **_NOT_FOUND},
+        summary="Stream a run's events again, or follow it",
+        # Read by hand (see `_last_event_id`) for an error that says what the header is for.
+        openapi_extra={"parameters": [_LAST_EVENT_ID]},
+    )
+    async def get_run_events(request: Request, run_id: RunId) -> Response:
+        """The run's events with `seq` after `Last-Event-ID` (all of them without it), from
+        memory while it runs (then followed until it ends) or from its trajectory file.
+
+        Unlike the stream that started it, a client leaving this one does not cancel the run.
+        """
+        fmt = negotiate(request.headers.get("accept"))
+        if fmt is None:
+            msg = f"cannot stream as {request.headers.get('accept')!r}: accept {SSE} or {NDJSON}"
+            raise HTTPException(406, msg)
+        after = _last_event_id(request.headers.get("last-event-id"))
+        handle = registry.get(run_id)
+        if handle is not None and not handle.evicted:
+            return EventStream(run_chunks(handle, after, fmt, settings.keepalive), fmt)
+        path = find_trajectory(trajectory_dir, run_id)
+        if path is None:
+            raise HTTPException(404, _no_run(run_id, trajectory_dir))
+        return EventStream(file_chunks(path, after, fmt), fmt)
+
+    @api.post(
+        "/runs/{run_id}/cancel",
+        responses={
+            **_NOT_FOUND,
+            409: {"model": ErrorBody, "description": "The run has already ended."},
+        },
+        summary="Cancel a run",
+    )
+    async def cancel_run(run_id: RunId) -> RunSummary:
+        """Cancel a run in progress, its tools too; answers once it has ended (its streams
+        end with `run_finished: cancelled`)."""
+        handle = registry.get(run_id)
+        if handle is None:
+            if find_trajectory(trajectory_dir, run_id) is not None:
+                msg = f"run {run_id!r} has already ended"
+                raise HTTPException(409, msg)
+            raise HTTPException(404, _no_run(run_id, trajectory_dir))
+        if not handle.live:
+            msg = f"run {run_id!r} has already ended ({handle.state})"
+            raise HTTPException(409, msg)
+        handle.cancel()
+        await handle.finished.wait()
+        return handle.summary()
+
+    @api.get("/sessions/{session_id}", responses=_NOT_FOUND, summary="A session's runs")
+    async def get_session(session_id: SessionId) -> SessionInfo:
+        """The runs of a session on this server, oldest first. Sessions live in memory: a
+        restarted server has none."""
+        runs = registry.session(session_id)
+        if runs is None:
+            msg = f"no session {session_id!r} on this server"
+            raise HTTPException(404, msg)
+        return SessionInfo(
+            session_id=session_id, runs=[h.summary() for h in runs if h.run_id is not None]
+        )
+
+    @api.post(
+        "/sessions/{session_id}/messages",
+        response_class=Response,
+        responses={**_START, 200: {**_START[200], "headers": _STARTED_HEADER}},
+        summary="Continue a session: start a run in it and stream its events",
+    )
+    async def post_message(
+        request: Request,
+        session_id: SessionId,
+        body: MessageRequest,
+        caller: CallerDep,
+    ) -> Response:
+        """A run in the session (which starts with its first message): it sees the session's
+        earlier questions and answers. Streams and cancels as `POST /runs` does."""
+        return await start(request, caller, body.query, session_id, body.strategy)
+
+    @api.get("/trajectories", summary="The trajectory files the server can open")
+    async def get_trajectories() -> TrajectoryList:
+        """The most recent trajectory files in the server's trajectory folder, newest first;
+        open one with `GET /runs/{run_id}`."""
+        files = await anyio.to_thread.run_sync(
+            list_trajectories, trajectory_dir, settings.list_limit
+        )
+        return TrajectoryList(directory=str(trajectory_dir), files=files)
+
+    app.include_router(api)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+class _App(FastAPI):
+    def openapi(self) -> dict[str, Any]:
+        """The schema, with `Event` (the union every stream carries) among its components and
+        the workspace's strategies listed where a request names one."""
+        if self.openapi_schema is None:
+            schema = super().openapi()
+            for model in schema.get("components", {}).get("schemas", {}).values():
+                for field in model.get("properties", {}).values():
+                    if field.pop("x-strategy", False):
+                        for choice in field.get("anyOf", [field]):
+                            if choice.get("type") == "string":
+                                choice["enum"] = self.state.strategies
+            event = event_adapter.json_schema(
+                mode="serialization", ref_template="#/components/schemas/{model}"
+            )
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, definition in event.pop("$defs", {}).items():
+                components.setdefault(name, definition)
+            components["Event"] = event
+        assert self.openapi_schema is not None
+        return self.openapi_schema
+
+
+def _invalid(loc: tuple[str, ...], msg: str) -> NoReturn:
+    """Refuse a request as its validation would (422, `ValidationErrorBody`)."""
+    raise RequestValidationError([{"loc": loc, "msg": msg, "type": "value_error"}])
+
+
+def _last_event_id(value: str | None) -> int:
+    """The `seq` a stream resumes after; -1 (from the start) without the header."""
+    if value is None:
+        return -1
+    if not re.fullmatch(r"[0-9]{1,18}", value.strip()):
+        msg = f"must be the seq of an event the client has, an integer ≥ 0 (got {value!r})"
+        _invalid(("header", "Last-Event-ID"), msg)
+    return int(value)
+
+
+def _no_run(run_id: str, directory: Path) -> str:
+    return f"no run {run_id!r}: none in progress here and no trajectory file for it in {directory}"
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = []
+    for e in exc.errors():
+        loc, msg = list(e["loc"]), e["msg"]
+        if e["type"] == "json_invalid":  # FastAPI puts the character position in `loc`
+            position = loc[1:]
+            reason = e.get("ctx", {}).get("error", msg)
+            loc, msg = (
+                ["body"],
+                f"not JSON: {reason} (at character {position[0] if position else 0})",
+            )
+        errors.append(FieldError(loc=loc, msg=msg, type=e["type"]))
+    return _unprocessable(errors)
+
+
+def _unprocessable(errors: list[FieldError]) -> JSONResponse:
+    summary = "; ".join(f"{'.'.join(map(str, e.loc))}: {e.msg}" for e in errors)
+    body = ValidationErrorBody(detail=f"invalid request: {summary}", errors=errors)
+    return JSONResponse(body.model_dump(), status_code=422)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    # FastAPI answers a body it cannot decode as text with a bare 400 ("There was an error
+    # parsing the body"): say what is wrong, as for any other body that is not JSON.
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        msg = f"not JSON: not UTF-8 text ({cause.reason} at byte {cause.start})"
+        return _unprocessable([FieldError(loc=["body"], msg=msg, type="json_invalid")])
+    return await http_exception_handler(request, exc)
+
+
+async def _run_refused(request: Request, exc: RunRefused) -> JSONResponse:
+    if exc.limit is not None:
+        body: ErrorBody = LimitErrorBody(detail=exc.detail, limit=exc.limit)
+    else:
+        body = ErrorBody(detail=exc.detail)
+    return JSONResponse(body.model_dump(), status_code=exc.status)

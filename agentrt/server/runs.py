@@ -1,0 +1,307 @@
+"""The runs a server holds: each consumed by a task of its own, its events kept for the streams.
+
+    POST /runs ─► agent.run(…) ─► RunRegistry.start ─► consumer task ─► RunHandle.events
+                                                                             │
+    the stream that started the run (its owner) ◄────────────────────────────┤
+    GET /runs/{id}/events (watchers, Last-Event-ID) ◄────────────────────────┘
+
+A run is consumed by a task in the registry's task group rather than by the request that
+started it, so that the cancel endpoint and other streams can reach it while it runs. The
+request that started it still owns it: when that stream ends before the run does (the client
+went away), the run is cancelled.
+
+When a run is cancelled, the agent records `run_finished: cancelled` in the trajectory but no
+longer yields it (its generator is being closed); the consumer then takes the events it did not
+see from the trajectory file, so that every stream still ends with the run's `run_finished`.
+Should the file not have it (it could not be written), the server says so in a `run_finished`
+of its own: a stream never ends without one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from anyio.abc import TaskGroup
+
+from agentrt.events import (
+    Event,
+    ModelResponseEvent,
+    RunFinishedEvent,
+    Timings,
+    ToolFinishedEvent,
+    TurnStartedEvent,
+    Usage,
+)
+from agentrt.logs import get_logger
+from agentrt.server.schemas import RunState, RunSummary
+from agentrt.server.trajectories import find_trajectory
+from agentrt.trajectory import Trajectory
+
+__all__ = ["RunHandle", "RunRefused", "RunRegistry"]
+
+log = get_logger("agentrt.server")
+
+
+class RunRefused(Exception):
+    """A run cannot start now; `status` and `detail` are what the client is told."""
+
+    def __init__(
+        self, status: int, detail: str, *, limit: Literal["server", "token"] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.limit = limit
+
+
+class RunHandle:
+    """One run as the server sees it: its events so far and how it ended."""
+
+    def __init__(self, query: str, session_id: str | None, caller: str | None) -> None:
+        self.run_id: str | None = None
+        """Known once the run's first event (`run_started`) has arrived."""
+        self.query = query
+        self.session_id = session_id
+        self.caller = caller
+        """The key of the token that started it (None when the server has no tokens)."""
+        self.events: list[Event] = []
+        """Every event in `seq` order (so `events[i].seq == i`); emptied once evicted."""
+        self.state: RunState = "running"
+        self.answer: str | None = None
+        self.evicted = False
+        """The events were dropped from memory; the trajectory file has them."""
+        self.started = anyio.Event()
+        """Set once `run_id` is known, or the run failed before it was."""
+        self.finished = anyio.Event()
+        self._scope = anyio.CancelScope()
+        self._changed = anyio.Event()
+
+    @property
+    def live(self) -> bool:
+        return self.state == "running"
+
+    def summary(self) -> RunSummary:
+        assert self.run_id is not None
+        return RunSummary(
+            run_id=self.run_id,
+            state=self.state,
+            query=self.query,
+            session_id=self.session_id,
+            answer=self.answer,
+        )
+
+    def cancel(self) -> None:
+        """Cancel the run (its tools too); `finished` is set once it has ended."""
+        self._scope.cancel()
+
+    def abandon(self) -> None:
+        """The stream that started the run has ended: if the run has not, cancel it."""
+        if self.live:
+            log.info("client went away: cancelling its run", run_id=self.run_id)
+            self.cancel()
+
+    async def changed(self) -> None:
+        """Wait until an event is added or the run ends."""
+        await self._changed.wait()
+
+    def _publish(self, events: list[Event]) -> None:
+        self.events.extend(events)
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
+class RunRegistry:
+    """The live runs of a server and the most recent finished ones, with the limits on them.
+
+    :param trajectory_dir: where the agent records its runs
+    :param max_runs: runs that may be live at once on this server
+    :param max_runs_per_token: runs that may be live at once for one token
+    :param keep_finished: finished runs kept in memory; older ones are read from their files
+    """
+
+    def __init__(
+        self,
+        trajectory_dir: Path,
+        *,
+        max_runs: int,
+        max_runs_per_token: int,
+        keep_finished: int,
+    ) -> None:
+        self.trajectory_dir = trajectory_dir
+        self.max_runs = max_runs
+        self.max_runs_per_token = max_runs_per_token
+        self.keep_finished = keep_finished
+        self._runs: dict[str, RunHandle] = {}
+        self._live: set[RunHandle] = set()
+        self._per_caller: Counter[str] = Counter()
+        self._finished: deque[RunHandle] = deque()
+        self._sessions: dict[str, list[RunHandle]] = {}
+        self._session_live: dict[str, RunHandle] = {}
+        self._tg: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Hold the task group runs are consumed in; on exit every live run is cancelled."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                self._tg = None
+                tg.cancel_scope.cancel()
+
+    def cancel_all(self) -> None:
+        """Cancel every run in progress (each ends as `cancel` says)."""
+        for handle in self._live:
+            handle.cancel()
+
+    def get(self, run_id: str) -> RunHandle | None:
+        return self._runs.get(run_id)
+
+    def session(self, session_id: str) -> list[RunHandle] | None:
+        return self._sessions.get(session_id)
+
+    def admit(self, caller: str | None, session_id: str | None) -> None:
+        """Check that a run may start now.
+
+        :raises RunRefused: a limit is full (429), or the session has a run in progress (409)
+        """
+        if len(self._live) >= self.max_runs:
+            msg = (
+                f"the server's runs in progress are at its limit (max_runs={self.max_runs}); "
+                "retry when one has finished"
+            )
+            raise RunRefused(429, msg, limit="server")
+        if caller is not None and self._per_caller[caller] >= self.max_runs_per_token:
+            msg = (
+                "this token's runs in progress are at its limit (max_runs_per_token="
+                f"{self.max_runs_per_token}); retry when one has finished"
+            )
+            raise RunRefused(429, msg, limit="token")
+        if session_id is not None and session_id in self._session_live:
+            busy = self._session_live[session_id]
+            msg = (
+                f"session {session_id!r} has a run in progress ({busy.run_id}): wait for it "
+                "to finish or cancel it, so that the next message sees its answer"
+            )
+            raise RunRefused(409, msg)
+
+    def start(
+        self,
+        events: AsyncGenerator[Event, None],
+        *,
+        query: str,
+        session_id: str | None,
+        caller: str | None,
+    ) -> RunHandle:
+        """Consume `events` (a run just made by `Agent.run`) in a task of the registry.
+
+        Call `admit` first, with no await in between: the run counts against the limits from
+        here on.
+        """
+        if self._tg is None:
+            msg = "the run registry is not running: serve the app with its lifespan on"
+            raise RuntimeError(msg)
+        handle = RunHandle(query, session_id, caller)
+        self._live.add(handle)
+        if caller is not None:
+            self._per_caller[caller] += 1
+        if session_id is not None:
+            self._session_live[session_id] = handle
+            self._sessions.setdefault(session_id, []).append(handle)
+        self._tg.start_soon(self._consume, handle, events)
+        return handle
+
+    async def _consume(self, handle: RunHandle, events: AsyncGenerator[Event, None]) -> None:
+        try:
+            with handle._scope:
+                async for event in events:
+                    if handle.run_id is None:
+                        handle.run_id = event.run_id
+                        self._runs[event.run_id] = handle
+                        handle.started.set()
+                    handle._publish([event])
+        except Exception:
+            log.exception("a run's event stream failed", run_id=handle.run_id)
+        finally:
+            with anyio.CancelScope(shield=True):
+                # A no-op once the run has ended; otherwise this is what cancels it, and it
+                # returns once the trajectory has its run_finished.
+                await events.aclose()
+                await self._complete(handle)
+            self._retire(handle)
+
+    async def _complete(self, handle: RunHandle) -> None:
+        """Take the events the stream did not deliver from the file, then settle the state."""
+        end = handle.events[-1] if handle.events else None
+        if handle.run_id is not None and not isinstance(end, RunFinishedEvent):
+            path = find_trajectory(self.trajectory_dir, handle.run_id)
+            if path is not None:
+                try:
+                    recorded = await anyio.to_thread.run_sync(Trajectory.read, path)
+                except (OSError, ValueError) as exc:
+                    log.warning("trajectory not readable", path=str(path), error=str(exc))
+                else:
+                    handle._publish(recorded.events[len(handle.events) :])
+                    end = handle.events[-1] if handle.events else None
+            if not isinstance(end, RunFinishedEvent) and handle.events:
+                end = _lost_end(handle.events, path)
+                handle._publish([end])
+        if isinstance(end, RunFinishedEvent):
+            handle.state, handle.answer = end.status, end.answer
+        else:
+            handle.state = "unfinished"
+
+    def _retire(self, handle: RunHandle) -> None:
+        if handle.live:  # it never got as far as a state: say so rather than "running"
+            handle.state = "unfinished"
+        self._live.discard(handle)
+        if handle.caller is not None:
+            self._per_caller[handle.caller] -= 1
+            if not self._per_caller[handle.caller]:
+                del self._per_caller[handle.caller]
+        if handle.session_id is not None and self._session_live.get(handle.session_id) is handle:
+            del self._session_live[handle.session_id]
+        if handle.run_id is not None:
+            self._finished.append(handle)
+            while len(self._finished) > self.keep_finished:
+                old = self._finished.popleft()
+                assert old.run_id is not None
+                self._runs.pop(old.run_id, None)
+                # Streams that follow it hold the old list; new readers go to the file.
+                old.events, old.evicted = [], True
+        handle.started.set()
+        handle.finished.set()
+        handle._wake()
+
+
+def _lost_end(events: list[Event], path: Path | None) -> RunFinishedEvent:
+    """The `run_finished` of a run cancelled while its trajectory could not be written: its
+    accounts summed from the events the server saw."""
+    where = f"{path} lacks it" if path is not None else "no trajectory file was written"
+    usage, model_time, tool_time = Usage(), 0.0, 0.0
+    for e in events:
+        if isinstance(e, ModelResponseEvent):
+            usage, model_time = usage + e.usage, model_time + e.duration
+        elif isinstance(e, ToolFinishedEvent):
+            tool_time += e.duration
+    last = events[-1]
+    return RunFinishedEvent(
+        run_id=last.run_id,
+        seq=last.seq + 1,
+        t=last.t,
+        status="cancelled",
+        error=f"the run was cancelled; its recorded end was lost ({where}), so the server "
+        "wrote this one",
+        steps=sum(isinstance(e, TurnStartedEvent) for e in events),
+        usage=usage,
+        timings=Timings(total=last.t, model=round(model_time, 6), tools=round(tool_time, 6)),
+    )

@@ -1,0 +1,170 @@
+"""Events on the wire: SSE or NDJSON, chosen by `Accept`, from a live run or a file.
+
+    SSE      event: <type>\\nid: <seq>\\ndata: <event json>\\n\\n     text/event-stream
+    NDJSON   <event json>\\n                                         application/x-ndjson
+
+Each event goes out as `event.model_dump_json()`: the same JSON as a trajectory line. Events
+that are ready together go out in one chunk. An SSE stream that has been quiet for a while
+gets a comment line, which keeps proxies from closing it and costs clients nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Mapping
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from agentrt.events import Event
+from agentrt.server.runs import RunHandle
+from agentrt.trajectory import Trajectory
+
+__all__ = [
+    "NDJSON",
+    "SSE",
+    "EventStream",
+    "StreamFormat",
+    "encode",
+    "file_chunks",
+    "negotiate",
+    "run_chunks",
+]
+
+SSE = "text/event-stream"
+NDJSON = "application/x-ndjson"
+StreamFormat = Literal["sse", "ndjson"]
+
+_FORMATS: dict[str, StreamFormat] = {
+    SSE: "sse",
+    NDJSON: "ndjson",
+    # Other names NDJSON goes by.
+    "application/jsonl": "ndjson",
+    "application/jsonlines": "ndjson",
+    # Anything at all: SSE, what browsers and most clients stream.
+    "*/*": "sse",
+    "text/*": "sse",
+}
+
+_FILE_BATCH = 256
+
+
+def negotiate(accept: str | None) -> StreamFormat | None:
+    """The format to stream in for an `Accept` header; None when it allows neither.
+
+    The highest `q` wins, the first listed among equals; no header means SSE.
+    """
+    if not accept or not accept.strip():
+        return "sse"
+    best: tuple[float, StreamFormat] | None = None
+    for item in accept.split(","):
+        media, *params = (part.strip() for part in item.split(";"))
+        fmt = _FORMATS.get(media.lower())
+        if fmt is None:
+            continue
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if q > 0 and (best is None or q > best[0]):
+            best = (q, fmt)
+    return best[1] if best else None
+
+
+def encode(events: list[Event], fmt: StreamFormat) -> bytes:
+    if fmt == "ndjson":
+        return "".join(e.model_dump_json() + "\n" for e in events).encode()
+    return "".join(
+        f"event: {e.type}\nid: {e.seq}\ndata: {e.model_dump_json()}\n\n" for e in events
+    ).encode()
+
+
+def run_chunks(
+    handle: RunHandle, after: int, fmt: StreamFormat, keepalive: float
+) -> AsyncGenerator[bytes, None]:
+    """The events of a run held in memory with `seq > after`, then each as it comes, until
+    the run's last."""
+    # The list is taken now, not once the response starts to stream: by then a quick run may
+    # have ended and been evicted, which gives the handle an empty list in place of this one.
+    return _follow(handle, handle.events, after, fmt, keepalive)
+
+
+async def _follow(
+    handle: RunHandle, events: list[Event], after: int, fmt: StreamFormat, keepalive: float
+) -> AsyncGenerator[bytes, None]:
+    index = after + 1
+    while True:
+        if index < len(events):
+            batch, index = events[index:], len(events)
+            yield encode(batch, fmt)
+            continue
+        if not handle.live:
+            return
+        # The scope holds the wait only, never a yield (see anyio's notes on cancel scopes in
+        # async generators).
+        with anyio.move_on_after(keepalive) as quiet:
+            await handle.changed()
+        if quiet.cancelled_caught and fmt == "sse":
+            yield b": keep-alive\n\n"
+
+
+async def file_chunks(path: Path, after: int, fmt: StreamFormat) -> AsyncGenerator[bytes, None]:
+    """The events of a recorded run with `seq > after`."""
+    trajectory = await anyio.to_thread.run_sync(Trajectory.read, path)
+    events = trajectory.events[after + 1 :]
+    for start in range(0, len(events), _FILE_BATCH):
+        yield encode(events[start : start + _FILE_BATCH], fmt)
+
+
+class EventStream(StreamingResponse):
+    """A streamed response that reports when it is over, however it ended.
+
+    It listens for the client's disconnect while it streams, and stops streaming at once when
+    it comes; `on_close` then runs, which is how the owner's disconnect cancels a run.
+    """
+
+    def __init__(
+        self,
+        chunks: AsyncGenerator[bytes, None],
+        fmt: StreamFormat,
+        *,
+        on_close: Callable[[], None] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            chunks,
+            media_type=SSE if fmt == "sse" else NDJSON,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
+        )
+        self._chunks = chunks
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Starlette listens for the disconnect only under ASGI servers older than spec 2.4;
+        # under newer ones it learns of it on its next write, which a run waiting on a long
+        # tool may not make for minutes (and an NDJSON stream sends no keep-alives). So listen
+        # here whatever the server.
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def stream() -> None:
+                    # OSError: how an ASGI 2.4 server reports the client gone.
+                    with contextlib.suppress(OSError):
+                        await self.stream_response(send)
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(stream)
+                await self.listen_for_disconnect(receive)
+                tg.cancel_scope.cancel()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
+            with anyio.CancelScope(shield=True):
+                await self._chunks.aclose()

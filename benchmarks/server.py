@@ -1,0 +1,220 @@
+"""Streaming runs over HTTP: many concurrent SSE streams from a scripted model, over loopback.
+
+    .venv/bin/python benchmarks/server.py                  # 200 concurrent runs, the table
+    .venv/bin/python benchmarks/server.py --runs 5 --json  # a smoke check
+
+The server runs in a process of its own (uvicorn serving `agentrt.server.create_app` over a
+scripted model that streams word by word and calls two tools at once); the clients are httpx
+with httpx-sse in this process, all runs started at once, after one unmeasured run that warms
+the server up. Latency is, for each event, the time from its creation in the server
+(`run_started.started_at + event.t`, the run's wall clock) to its receipt here, before its
+JSON is parsed: one machine, one clock. Both processes share the machine's cores, as a backend
+and its load generator would on one box; the table says how much CPU each used, and how busy
+the machine was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+HERE = Path(__file__).parent
+WORKSPACE = HERE / "workspace"
+ANSWER = (
+    "Both lookups are back, and they agree: the value is 42. That settles the question, so "
+    "here is the answer with the two sources side by side for you to check."
+)
+
+
+class StreamingModel:
+    """Streams each turn word by word, `delay` seconds apart. Stateless (the turn is read off
+    the conversation), so one instance serves every run: turn 1 calls `noop` twice in parallel,
+    turn 2 answers."""
+
+    native_tools = False
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    @property
+    def name(self) -> str:
+        return "bench-streaming"
+
+    async def stream(self, request: Any) -> AsyncIterator[Any]:
+        from agentrt import TextChunk, Usage, UsageChunk
+
+        if any(m.role == "assistant" for m in request.messages):
+            text = ANSWER
+        else:
+            calls = "".join(
+                f'<tool_call>{{"name": "noop", "arguments": {{"i": {i}}}}}</tool_call>'
+                for i in (1, 2)
+            )
+            text = "Let me look that up in two places at once.\n" + calls
+        words = text.split(" ")
+        for n, word in enumerate(words):
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield TextChunk(text=word if n == 0 else " " + word)
+        yield UsageChunk(usage=Usage(prompt_tokens=10, completion_tokens=len(words)))
+
+
+def serve(fd: int, delay: float, runs: int) -> None:
+    """The server process: the app over the streaming model, on the listening socket `fd`."""
+    import uvicorn
+
+    from agentrt import Agent, AgentSettings
+    from agentrt.server import Server, ServerSettings, create_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = Agent(
+            WORKSPACE,
+            model=StreamingModel(delay),
+            settings=AgentSettings(trajectory_dir=Path(tmp), default_strategy="bench"),
+        )
+        app = create_app(agent, ServerSettings(max_runs=runs, keep_finished=runs))
+        config = uvicorn.Config(app, log_level="warning", access_log=False)
+        Server(config).run(sockets=[socket.socket(fileno=fd)])
+
+
+async def one_run(client: Any, latencies: list[float]) -> int:
+    """Stream one run; note each event's latency; return how many events came."""
+    from httpx_sse import aconnect_sse
+
+    count, started, status = 0, 0.0, None
+    body = {"query": "Look it up twice.", "strategy": "bench"}
+    async with aconnect_sse(client, "POST", "/runs", json=body) as source:
+        async for sse in source.aiter_sse():
+            received = time.time()
+            event = json.loads(sse.data)
+            if event["type"] == "run_started":
+                started = datetime.fromisoformat(event["started_at"]).timestamp()
+            elif event["type"] == "run_finished":
+                status = event["status"]
+            latencies.append(received - (started + event["t"]))
+            count += 1
+    if status != "ok":
+        raise RuntimeError(f"a benchmark run ended {status}, not ok")
+    return count
+
+
+async def measure(url: str, runs: int, server: psutil.Process) -> dict[str, float]:
+    import httpx
+
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=runs + 1, max_keepalive_connections=runs + 1)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300) as client:
+        # One run first, unmeasured: the server builds its schemas and prompts on first use.
+        await one_run(client, [])
+        t0, client_cpu, server_cpu = time.perf_counter(), time.process_time(), _cpu(server)
+        counts = await asyncio.gather(*(one_run(client, latencies) for _ in range(runs)))
+        seconds = time.perf_counter() - t0
+        client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
+    events = sum(counts)
+    cuts = (
+        statistics.quantiles(latencies, n=100, method="inclusive")
+        if len(latencies) > 1
+        else latencies * 99
+    )
+    return {
+        "runs": runs,
+        "events": events,
+        "seconds": round(seconds, 3),
+        "events_per_s": round(events / seconds, 1),
+        "runs_per_s": round(runs / seconds, 2),
+        "p50_ms": round(cuts[49] * 1000, 2),
+        "p99_ms": round(cuts[98] * 1000, 2),
+        "max_ms": round(max(latencies) * 1000, 2),
+        "server_cpu_s": round(server_cpu, 2),
+        "client_cpu_s": round(client_cpu, 2),
+    }
+
+
+def _cpu(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def table(result: dict[str, float], delay: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{result['runs']:.0f} concurrent streaming runs over loopback (SSE)")
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("model", f"scripted, a word every {delay * 1000:.0f} ms, 2 parallel tools")
+    t.add_row("events received", f"{result['events']:.0f}")
+    t.add_row("wall time", f"{result['seconds']:.2f} s")
+    t.add_row("events/s", f"{result['events_per_s']:,.0f}")
+    t.add_row("runs/s", f"{result['runs_per_s']:.1f}")
+    t.add_row("creation → receipt p50", f"{result['p50_ms']:.1f} ms")
+    t.add_row("creation → receipt p99", f"{result['p99_ms']:.1f} ms")
+    t.add_row("creation → receipt max", f"{result['max_ms']:.1f} ms")
+    # Where the time went: when neither side used its wall time on a core, the cores were busy
+    # with something else (the load average says what the machine had to spare).
+    t.add_row(
+        "CPU: server / client", f"{result['server_cpu_s']:.1f} s / {result['client_cpu_s']:.1f} s"
+    )
+    t.add_row("load average (1 min), cores", f"{os.getloadavg()[0]:.1f}, {os.cpu_count()}")
+    Console().print(t)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200, help="concurrent streaming runs")
+    parser.add_argument(
+        "--token-delay", type=float, default=0.01, help="seconds between streamed words"
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--serve-fd", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_fd is not None:
+        serve(args.serve_fd, args.token_delay, args.runs)
+        return
+
+    # Listening before the server starts: clients queue in the backlog until it accepts.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--serve-fd",
+            str(sock.fileno()),
+            "--runs",
+            str(args.runs),
+            "--token-delay",
+            str(args.token_delay),
+        ],
+        pass_fds=[sock.fileno()],
+    )
+    try:
+        result = asyncio.run(measure(url, args.runs, psutil.Process(server.pid)))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        sock.close()
+    if args.json:
+        print(json.dumps(result))
+    else:
+        table(result, args.token_delay)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""benchmarks/server.py still runs. Its numbers are read by people, never asserted here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "server.py"
+
+
+def bench(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--runs", "5", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_reports_its_fields() -> None:
+    """A small run reports every field of the table, as JSON and as the table."""
+    result = json.loads(bench("--json"))
+    assert set(result) == {
+        "runs",
+        "events",
+        "seconds",
+        "events_per_s",
+        "runs_per_s",
+        "p50_ms",
+        "p99_ms",
+        "max_ms",
+        "server_cpu_s",
+        "client_cpu_s",
+    }
+    assert result["runs"] == 5
+    assert result["events"] > 5 * 10
+    shown = bench()
+    for row in ("events/s", "creation → receipt p50", "creation → receipt p99"):
+        assert row in shown
