@@ -24,7 +24,7 @@ chromium:
 	command -v chromium >/dev/null || ($(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium)
 
 .venv/.installed-run: pyproject.toml scripts/install
-	scripts/install local,model-default,retrieval
+	scripts/install local,model-default,retrieval,analysis
 	touch $@
 
 .venv/.installed-dev: pyproject.toml scripts/install
