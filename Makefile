@@ -3,9 +3,11 @@
 
 .PHONY: run test bench chromium
 
-# The main job: answer a question with the embedded model (no server, no key, no network).
+# The main job: analyse the bundled sales data with the embedded model (no server, no key, no
+# network): a chart and a table, written beside the run's trajectory.
+QUESTION ?= get revenue totals by region and product type over time
 run: .venv/.installed-run
-	.venv/bin/agentrt run
+	.venv/bin/agentrt run "$(QUESTION)"
 
 # Every check: lint, format, types (strict on agentrt/), tests (a real model among them).
 test: .venv/.installed-dev chromium

@@ -20,6 +20,9 @@ from agentrt.events import (
     ClassifiedEvent as ClassifiedEvent,
 )
 from agentrt.events import (
+    CoverageEvent as CoverageEvent,
+)
+from agentrt.events import (
     Event as Event,
 )
 from agentrt.events import (
@@ -27,6 +30,9 @@ from agentrt.events import (
 )
 from agentrt.events import (
     GuardEvent as GuardEvent,
+)
+from agentrt.events import (
+    IntentEvent as IntentEvent,
 )
 from agentrt.events import (
     ModelErrorEvent as ModelErrorEvent,
@@ -42,6 +48,12 @@ from agentrt.events import (
 )
 from agentrt.events import (
     NodeSkippedEvent as NodeSkippedEvent,
+)
+from agentrt.events import (
+    PipelineStep as PipelineStep,
+)
+from agentrt.events import (
+    PlanAdaptedEvent as PlanAdaptedEvent,
 )
 from agentrt.events import (
     PlanCreatedEvent as PlanCreatedEvent,
@@ -60,6 +72,12 @@ from agentrt.events import (
 )
 from agentrt.events import (
     PlanWarningEvent as PlanWarningEvent,
+)
+from agentrt.events import (
+    RepairEvent as RepairEvent,
+)
+from agentrt.events import (
+    RequirementsEvent as RequirementsEvent,
 )
 from agentrt.events import (
     RunFinishedEvent as RunFinishedEvent,
@@ -193,6 +211,9 @@ from agentrt.settings import (
 from agentrt.strategy import (
     Strategy as Strategy,
 )
+from agentrt.strategy import (
+    Template as Template,
+)
 from agentrt.tool import (
     Tool as Tool,
 )
@@ -222,9 +243,11 @@ __all__ = [
     "AgentrtError",
     "CapabilityMap",
     "ClassifiedEvent",
+    "CoverageEvent",
     "Event",
     "EventBase",
     "GuardEvent",
+    "IntentEvent",
     "LocalModel",
     "Message",
     "Model",
@@ -238,13 +261,17 @@ __all__ = [
     "NodeSkippedEvent",
     "OpenAIModel",
     "OpenAISettings",
+    "PipelineStep",
+    "PlanAdaptedEvent",
     "PlanCreatedEvent",
     "PlanDecisionEvent",
     "PlanInvalidEvent",
     "PlanNode",
     "PlanWarningEvent",
     "PlannerFallbackEvent",
+    "RepairEvent",
     "RequestRejected",
+    "RequirementsEvent",
     "RetriesExhausted",
     "RunFinishedEvent",
     "RunResult",
@@ -259,6 +286,7 @@ __all__ = [
     "Strategy",
     "StrategySelectedEvent",
     "StreamInterrupted",
+    "Template",
     "TextChunk",
     "TextDeltaEvent",
     "Timings",

@@ -324,6 +324,8 @@ class Agent:
                 step_budget=strategy.step_budget,
                 settings=self.settings,
                 strategy=strategy,
+                workspace=self.workspace,
+                retrieve=self._retrieve,
             )
         )
         return result.status, result.answer
@@ -337,8 +339,7 @@ class Agent:
         )
         retrieved: list[tuple[str, float]] = []
         if strategy.retrieve:
-            index = await self._tool_index()
-            retrieved = await index.query([query], k=strategy.retrieve)
+            retrieved = await self._retrieve([query], strategy.retrieve)
         offered = narrow(
             template=template, retrieved=retrieved, safety=strategy.safety, cap=strategy.max_tools
         )
@@ -346,6 +347,10 @@ class Agent:
         builtin = ["finish", "llm_generate"] if strategy.planner == "vm" else ["finish"]
         offered = [t for t in offered if t.name not in builtin]
         return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered]
+
+    async def _retrieve(self, queries: list[str], k: int) -> list[tuple[str, float]]:
+        index = await self._tool_index()
+        return await index.query(queries, k)
 
     async def _tool_index(self) -> ToolIndex:
         async with self._index_lock:

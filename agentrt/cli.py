@@ -10,12 +10,24 @@ from typing import Annotated
 
 import anyio
 import typer
+from rich import box
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.panel import Panel
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
 
 from agentrt.agent import Agent
+from agentrt.evaluation import EvalResult, EvalSummary, load_questions, summarize
+from agentrt.evaluation import evaluate as run_questions
 from agentrt.events import (
     ClassifiedEvent,
     Event,
@@ -33,6 +45,7 @@ from agentrt.models.base import Model, ModelRequest
 from agentrt.models.scripted import ScriptedModel
 from agentrt.settings import AgentSettings
 from agentrt.trajectory import Trajectory
+from agentrt.workspace import default_workspace_path
 
 app = typer.Typer(
     help="agentrt: an asyncio agent runtime. Run questions, render and replay trajectories.",
@@ -293,6 +306,119 @@ def replay(
     out.print("recorded:", json.dumps(difference.recorded, ensure_ascii=False), highlight=False)
     out.print("today:   ", json.dumps(difference.replayed, ensure_ascii=False), highlight=False)
     raise typer.Exit(1)
+
+
+@app.command(name="eval")
+def evaluate(
+    dataset: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A question set (.jsonl; default: the built-in analysis regression set).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    model: Annotated[str, typer.Option(help=MODEL_HELP)] = "local",
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
+    ] = None,
+    trajectories: Annotated[
+        Path, typer.Option(help="Where every run's trajectory is written.")
+    ] = Path("trajectories/eval"),
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every result and the summary as JSON.")
+    ] = False,
+) -> None:
+    """Run a question set and print the pipeline's metrics: requirement coverage, unjustified
+    steps, retrieval misses, plan repairs, and requirements and tools against the expected."""
+    configure_logging()
+    path = dataset or default_workspace_path() / "data" / "analysis_questions.jsonl"
+    try:
+        questions = load_questions(path)
+        agent = Agent(
+            workspace, model=_load_model(model), settings=AgentSettings(trajectory_dir=trajectories)
+        )
+    except UserError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+    async def main() -> list[EvalResult]:
+        await _prepare(agent.model)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            task = progress.add_task(f"{path.name} · {agent.model.name}", total=len(questions))
+            return await run_questions(agent, questions, on_result=lambda _: progress.advance(task))
+
+    results = anyio.run(main)
+    summary = summarize(results)
+    if as_json:
+        payload = {
+            "results": [r.model_dump(mode="json") for r in results],
+            "summary": summary.model_dump(mode="json"),
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    Console().print(_results_table(results), _summary_table(summary, agent.model.name))
+
+
+def _results_table(results: list[EvalResult]) -> Table:
+    table = Table(
+        "question",
+        "status",
+        "labels",
+        "covered",
+        "unjustified",
+        "missed",
+        "repairs",
+        "req. P/R",
+        "outside allowed",
+        box=box.SIMPLE_HEAD,
+    )
+    for r in results:
+        m = r.metrics
+        pr = (
+            f"{r.requirement_precision:.2f}/{r.requirement_recall:.2f}"
+            if r.requirement_precision is not None and r.requirement_recall is not None
+            else "-"
+        )
+        numbers = (
+            [
+                str(len(m.labels)),
+                f"{m.covered}",
+                f"{m.unjustified}/{m.steps}",
+                str(m.missed),
+                str(m.repairs),
+            ]
+            if m
+            else ["-"] * 5
+        )
+        status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
+        table.add_row(r.id, status, *numbers, pr, ", ".join(r.disallowed or []) or "-")
+    return table
+
+
+def _summary_table(s: EvalSummary, model: str) -> Table:
+    table = Table(
+        "metric", "value", title=f"{s.ok}/{s.questions} runs ok · {model}", box=box.SIMPLE_HEAD
+    )
+    rates = {
+        "requirement coverage rate": s.coverage_rate,
+        "unjustified step rate": s.unjustified_step_rate,
+        "tool retrieval miss rate": s.retrieval_miss_rate,
+        "plan repair rate": s.plan_repair_rate,
+        "requirement precision": s.requirement_precision,
+        "requirement recall": s.requirement_recall,
+        "runs calling a tool outside the allowed": s.disallowed_tool_rate,
+    }
+    for name, value in rates.items():
+        table.add_row(name, "-" if value is None else f"{value:.1%}")
+    return table
 
 
 @app.command()

@@ -20,20 +20,26 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 __all__ = [
     "ClassifiedEvent",
+    "CoverageEvent",
     "Event",
     "EventBase",
     "GuardEvent",
+    "IntentEvent",
     "ModelErrorEvent",
     "ModelResponseEvent",
     "NarrowedTool",
     "NativeToolCall",
     "NodeSkippedEvent",
+    "PipelineStep",
+    "PlanAdaptedEvent",
     "PlanCreatedEvent",
     "PlanDecisionEvent",
     "PlanInvalidEvent",
     "PlanNode",
     "PlanWarningEvent",
     "PlannerFallbackEvent",
+    "RepairEvent",
+    "RequirementsEvent",
     "RunFinishedEvent",
     "RunStartedEvent",
     "RunStatus",
@@ -90,9 +96,10 @@ class NarrowedTool(BaseModel):
     """One tool offered to the model, and why."""
 
     name: str
-    source: Literal["builtin", "template", "retrieved", "safety", "session"]
+    source: Literal["builtin", "template", "retrieved", "safety", "session", "capability"]
     """Why it is offered: the engine's own (`finish`), the strategy's list, retrieval for this
-    query, the strategy's safety set, or created earlier in the session."""
+    query, the strategy's safety set, created earlier in the session, or (`pipeline`) the
+    capability map, for a requirement nothing else offered could cover."""
     score: float | None = None
     """Retrieval similarity, when the tool was retrieved."""
 
@@ -149,6 +156,9 @@ class StrategySelectedEvent(EventBase):
 class ToolsNarrowedEvent(EventBase):
     type: Literal["tools_narrowed"] = "tools_narrowed"
     tools: list[NarrowedTool]
+    missed: list[str] = Field(default_factory=list)
+    """Requirement labels (`pipeline`) that no template, retrieved or safety tool covered: a
+    retrieval miss, mended from the capability map."""
 
 
 class TurnStartedEvent(EventBase):
@@ -330,6 +340,79 @@ class PlanWarningEvent(EventBase):
     warning: str
 
 
+class PipelineStep(BaseModel):
+    """One step of a `pipeline` plan: a tool call, and the requirements it satisfies."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    tool: str
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+    satisfies: list[str] = Field(default_factory=list)
+    """Requirement labels (`analysis.total`, `group_by`, `outputs.chart`, …)."""
+    rationale: str = ""
+
+
+class IntentEvent(EventBase):
+    """The pipeline chose a template for the question."""
+
+    type: Literal["intent"] = "intent"
+    template: str
+    confidence: float
+    method: Literal["model", "fallback"]
+    reason: str | None = None
+
+
+class RequirementsEvent(EventBase):
+    """What the question asks for, as the pipeline's closed vocabulary."""
+
+    type: Literal["requirements"] = "requirements"
+    requirements: dict[str, JsonValue]
+    labels: list[str]
+    """The requirement labels the plan must cover."""
+    dropped: list[str] = Field(default_factory=list)
+    """Analysis labels removed because the question holds no cue for them."""
+    filled: list[str] = Field(default_factory=list)
+    """What the data itself supplied, and why (`time.column=date: …`)."""
+
+
+class PlanAdaptedEvent(EventBase):
+    """The template, bound to the requirements and changed by the model."""
+
+    type: Literal["plan_adapted"] = "plan_adapted"
+    attempt: int
+    changes: list[dict[str, JsonValue]]
+    steps: list[PipelineStep]
+
+
+class CoverageEvent(EventBase):
+    """The deterministic coverage check of a pipeline plan."""
+
+    type: Literal["coverage"] = "coverage"
+    attempt: int
+    ok: bool
+    covered: list[str]
+    missing: list[str]
+    """What no step covers, as the retry's payload names it (`group_by=[region]`)."""
+    unjustified: list[str]
+    """Steps no requirement justifies (by id)."""
+    removed: list[str] = Field(default_factory=list)
+    """Steps the check removed itself, once the model had its retry."""
+
+
+class RepairEvent(EventBase):
+    """A step's parameter was repaired before it ran, or a repair was refused."""
+
+    type: Literal["repair"] = "repair"
+    step: str
+    param: str
+    before: JsonValue = None
+    after: JsonValue = None
+    reason: str
+    applied: bool
+    """False for a semantic repair (a metric, a grouping, a grain), which is refused."""
+
+
 class RunFinishedEvent(EventBase):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -361,6 +444,11 @@ Event = Annotated[
     | PlannerFallbackEvent
     | VmInstructionEvent
     | PlanWarningEvent
+    | IntentEvent
+    | RequirementsEvent
+    | PlanAdaptedEvent
+    | CoverageEvent
+    | RepairEvent
     | RunFinishedEvent,
     Field(discriminator="type"),
 ]

@@ -3,6 +3,7 @@
     registry/
         tools/*.yaml         one file per tool pack: a list of ToolMetadata
         capabilities.yaml    CapabilityMap: capabilities, aliases, core set, requirements
+        cues.yaml            (optional) words a question must hold for an analysis label
 
 Metadata is data, checked against the live tools when a workspace loads: a tool without
 metadata, metadata without a tool, a param the tool does not take, or a capability the map
@@ -103,9 +104,16 @@ class CapabilityMap(BaseModel):
 class Registry:
     """The metadata of a workspace's tools and its capability map, checked against each other."""
 
-    def __init__(self, tools: Mapping[str, ToolMetadata], capabilities: CapabilityMap) -> None:
+    def __init__(
+        self,
+        tools: Mapping[str, ToolMetadata],
+        capabilities: CapabilityMap,
+        cues: Mapping[str, list[str]] | None = None,
+    ) -> None:
         self.tools = dict(tools)
         self.capabilities = capabilities
+        self.cues = dict(cues or {})
+        """Analysis label → words a question must hold for the label to be read into it."""
         self.fingerprint = hashlib.sha256(
             "".join(self.tools[n].model_dump_json() for n in sorted(self.tools)).encode()
             + capabilities.model_dump_json().encode()
@@ -119,6 +127,15 @@ class Registry:
             for name, meta in self.tools.items()
             if any(self.capabilities.resolve(c) == capability for c in meta.capabilities)
         ]
+
+    def serves(self, tool: str, requirement: str) -> bool:
+        """Whether `tool` has a capability that satisfies the requirement label (False for an
+        unknown tool or label)."""
+        meta = self.tools.get(tool)
+        wanted = self.capabilities.requirements.get(requirement)
+        if meta is None or wanted is None:
+            return False
+        return any(self.capabilities.resolve(c) in wanted for c in meta.capabilities)
 
 
 def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
@@ -170,7 +187,25 @@ def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
                     f"{folder / 'capabilities.yaml'} does not declare (nor as an alias)"
                 )
                 raise WorkspaceError(msg)
-    return Registry({name: meta for name, (meta, _) in metadata.items()}, capabilities)
+    cues: dict[str, list[str]] = {}
+    cues_file = folder / "cues.yaml"
+    if cues_file.is_file():
+        loaded = _load_yaml(cues_file, yaml.safe_load)
+        if not isinstance(loaded, dict) or not all(
+            isinstance(v, list) and all(isinstance(w, str) for w in v) for v in loaded.values()
+        ):
+            msg = f"{cues_file}: expected a mapping of analysis label → list of words"
+            raise WorkspaceError(msg)
+        cues = {str(k): [w.lower() for w in v] for k, v in loaded.items()}
+        for label in cues:
+            if f"analysis.{label}" not in capabilities.requirements:
+                msg = (
+                    f"{cues_file}: cues for {label!r}, but {folder / 'capabilities.yaml'} "
+                    f"has no requirement 'analysis.{label}'"
+                )
+                raise WorkspaceError(msg)
+    metadata_only = {name: meta for name, (meta, _) in metadata.items()}
+    return Registry(metadata_only, capabilities, cues)
 
 
 def _load_yaml(path: Path, load: Any) -> Any:

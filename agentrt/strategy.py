@@ -9,13 +9,22 @@ new file is a new query type.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentrt.events import PipelineStep
 from agentrt.exceptions import WorkspaceError
 
-__all__ = ["DagPolicy", "Strategy", "VmPolicy", "load_strategies"]
+__all__ = [
+    "DagPolicy",
+    "PipelinePolicy",
+    "Strategy",
+    "Template",
+    "VmPolicy",
+    "load_strategies",
+    "load_templates",
+]
 
 
 class DagPolicy(BaseModel):
@@ -46,6 +55,38 @@ class VmPolicy(BaseModel):
     `react`."""
 
 
+class PipelinePolicy(BaseModel):
+    """What a `pipeline` run works on, and how far it lets the model try."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str = "sales"
+    """What `load_dataset` loads first (a name in the workspace's data/, or a path)."""
+    retrieve: int = Field(3, ge=0)
+    """Tools retrieved for each requirement (and for all of them together)."""
+    safety: list[str] = ["aggregate", "plot_line", "compute_summary_stats"]
+    max_tools: int = Field(10, ge=1)
+    adaptations: int = Field(2, ge=1, le=5)
+    """Model adaptations of the plan: the first, and retries carrying the coverage payload."""
+    replans: int = Field(1, ge=0, le=5)
+    """Adaptations after a step failed or a repair was refused while the plan ran."""
+    fallback_template: str = "summary"
+    """The template when the intent cannot be read."""
+
+
+class Template(BaseModel):
+    """A plan skeleton for one intent: its curated tools and ordered steps, with placeholders
+    (`{metrics}`, `{metrics[0]}`, `{group_by}`, `{group_by[0]}`, `{time.column}`,
+    `{time.grain}`) filled from the question's requirements."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = Field(min_length=1)
+    tools: list[str]
+    steps: list[PipelineStep]
+
+
 class Strategy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -53,10 +94,11 @@ class Strategy(BaseModel):
     """The query type this strategy serves: the file's name without `.yaml`."""
     description: str = Field(min_length=1)
     """When to choose it; the classifier reads this."""
-    planner: Literal["react", "dag", "vm"] = "react"
+    planner: Literal["react", "dag", "vm", "pipeline"] = "react"
     """How the run proceeds; the planners are in `agentrt.planning`."""
     dag: DagPolicy = DagPolicy()
     vm: VmPolicy = VmPolicy()
+    pipeline: PipelinePolicy = PipelinePolicy()
     step_budget: int = Field(gt=0, le=100)
     """Most model turns a run may take."""
     tools: list[str] | Literal["all"] = "all"
@@ -73,27 +115,36 @@ class Strategy(BaseModel):
 
 def load_strategies(folder: Path) -> dict[str, Strategy]:
     """Load every `*.yaml` in `folder`; a bad file raises `WorkspaceError` naming file and field."""
+    return {path.stem: _load(path, Strategy) for path in sorted(folder.glob("*.yaml"))}
+
+
+def load_templates(folder: Path) -> dict[str, Template]:
+    """Load every `*.yaml` in `folder` (a workspace's `strategies/templates/`)."""
+    return {path.stem: _load(path, Template) for path in sorted(folder.glob("*.yaml"))}
+
+
+M = TypeVar("M", Strategy, Template)
+
+
+def _load(path: Path, model: type[M]) -> M:
     import yaml
 
-    strategies: dict[str, Strategy] = {}
-    for path in sorted(folder.glob("*.yaml")):
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            msg = f"{path}: not valid YAML: {exc}"
-            raise WorkspaceError(msg) from exc
-        if not isinstance(data, dict):
-            msg = f"{path}: expected a mapping of fields, got {type(data).__name__}"
-            raise WorkspaceError(msg)
-        if "name" in data and data["name"] != path.stem:
-            msg = f"{path}: field 'name': {data['name']!r} differs from the file name {path.stem!r}"
-            raise WorkspaceError(msg)
-        try:
-            strategies[path.stem] = Strategy.model_validate({**data, "name": path.stem})
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()
-            )
-            msg = f"{path}: {problems}"
-            raise WorkspaceError(msg) from None
-    return strategies
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        msg = f"{path}: not valid YAML: {exc}"
+        raise WorkspaceError(msg) from exc
+    if not isinstance(data, dict):
+        msg = f"{path}: expected a mapping of fields, got {type(data).__name__}"
+        raise WorkspaceError(msg)
+    if "name" in data and data["name"] != path.stem:
+        msg = f"{path}: field 'name': {data['name']!r} differs from the file name {path.stem!r}"
+        raise WorkspaceError(msg)
+    try:
+        return model.model_validate({**data, "name": path.stem})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()
+        )
+        msg = f"{path}: {problems}"
+        raise WorkspaceError(msg) from None

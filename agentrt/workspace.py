@@ -2,6 +2,7 @@
 
     my-workspace/
         strategies/*.yaml    one file per query type (see `agentrt.strategy`)
+        strategies/templates/*.yaml   plan templates of the `pipeline` planner
         tools/*.py           tool packs (see `agentrt.catalog`)
         registry/            tool metadata and the capability map (see `agentrt.registry`)
         prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agentrt.catalog import ToolCatalog, load_tool_packs
 from agentrt.exceptions import WorkspaceError
 from agentrt.registry import load_registry
-from agentrt.strategy import Strategy, load_strategies
+from agentrt.strategy import Strategy, Template, load_strategies, load_templates
 
 if TYPE_CHECKING:
     import jinja2
@@ -51,6 +52,10 @@ class Workspace:
             msg = f"workspace {self.root} has no strategies/ folder"
             raise WorkspaceError(msg)
         self.strategies: dict[str, Strategy] = load_strategies(strategies_dir)
+        templates_dir = strategies_dir / "templates"
+        self.templates: dict[str, Template] = (
+            load_templates(templates_dir) if templates_dir.is_dir() else {}
+        )
         if not self.strategies:
             msg = f"{strategies_dir}: no strategy files (*.yaml)"
             raise WorkspaceError(msg)
@@ -76,6 +81,7 @@ class Workspace:
         # jinja2's own `tojson` escapes <, > and & for HTML; a model should see plain JSON.
         self.prompts.filters["json"] = functools.partial(json.dumps, ensure_ascii=False)
         self._check_strategies()
+        self._check_templates()
 
     def _check_strategies(self) -> None:
         import jinja2
@@ -105,6 +111,29 @@ class Workspace:
             except jinja2.TemplateSyntaxError as exc:
                 msg = f"{path}: field 'instructions': {s.instructions}:{exc.lineno}: {exc.message}"
                 raise WorkspaceError(msg) from None
+
+    def _check_templates(self) -> None:
+        for t in self.templates.values():
+            path = self.root / "strategies" / "templates" / f"{t.name}.yaml"
+            missing = [n for n in t.tools if n not in self.tools]
+            if missing:
+                msg = f"{path}: field 'tools': no tool named {', '.join(map(repr, missing))}"
+                raise WorkspaceError(msg)
+            for i, step in enumerate(t.steps):
+                if step.tool not in t.tools:
+                    msg = (
+                        f"{path}: field 'steps.{i}.tool': {step.tool!r} is not one of the "
+                        f"template's tools ({', '.join(t.tools)})"
+                    )
+                    raise WorkspaceError(msg)
+        for s in self.strategies.values():
+            if s.planner == "pipeline" and s.pipeline.fallback_template not in self.templates:
+                path = self.root / "strategies" / f"{s.name}.yaml"
+                msg = (
+                    f"{path}: field 'pipeline.fallback_template': no template "
+                    f"{s.pipeline.fallback_template!r} in strategies/templates/"
+                )
+                raise WorkspaceError(msg)
 
     def render(self, template: str, **variables: Any) -> str:
         """Render a prompt template; a missing variable is an error, not an empty string."""

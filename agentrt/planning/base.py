@@ -12,6 +12,7 @@ from agentrt.models.base import Message
 from agentrt.settings import AgentSettings
 from agentrt.strategy import Strategy
 from agentrt.toolbox import Toolbox
+from agentrt.workspace import Workspace
 
 __all__ = ["Planner", "PlannerInput", "PlannerResult"]
 
@@ -34,7 +35,12 @@ class PlannerInput:
     settings: AgentSettings
     """Limits the planner applies: token budget, turn retries."""
     strategy: Strategy
-    """The strategy running: its policies for plans (`dag`, `vm`)."""
+    """The strategy running: its policies for plans (`dag`, `vm`, `pipeline`)."""
+    workspace: Workspace
+    """Its templates (for `pipeline`), registry and tools."""
+    retrieve: Callable[[list[str], int], Awaitable[list[tuple[str, float]]]]
+    """`retrieve(queries, k)`: the workspace's tools that best match the queries, with scores
+    (builds the tool index on first use)."""
 
 
 @dataclass(slots=True)

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, JsonValue
 from conftest import TEST_WORKSPACE
 from helpers import check_stream
+from pydantic import BaseModel, JsonValue
 
 from agentrt import (
     Agent,
