@@ -6,7 +6,7 @@ only the queries are embedded.
 
 On disk, under `<cache>/tool_index/<embedder>/`:
 
-    vectors.npz              the vector of every current document, keyed by the document's hash
+    vectors.npz              the vector of every current document (see `agentrt.vectorstore`)
     <registry>.faiss/.json   the built index of one registry version, and its tool names
 
 A registry seen before loads its index without embedding anything; a changed registry embeds
@@ -15,12 +15,10 @@ only the documents that changed, and reuses the other vectors.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -28,6 +26,7 @@ from agentrt.embedding import Embedder
 from agentrt.events import NarrowedTool
 from agentrt.logs import get_logger
 from agentrt.registry import Registry
+from agentrt.vectorstore import embed_cached, write_atomic
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,7 +51,6 @@ class ToolIndex:
     def build(cls, registry: Registry, embedder: Embedder, cache: Path | None) -> ToolIndex:
         """Build, or load from `cache`, the index of `registry` (blocking; see `abuild`)."""
         import faiss
-        import numpy as np
 
         names = sorted(registry.tools)
         folder = cache / "tool_index" / embedder.fingerprint if cache is not None else None
@@ -65,28 +63,18 @@ class ToolIndex:
                     return cls(names, index, embedder)
 
         documents = [registry.tools[n].document() for n in names]
-        hashes = [hashlib.sha256(d.encode()).hexdigest() for d in documents]
-        known = _load_vectors(folder / "vectors.npz") if folder is not None else {}
-        missing = [i for i, h in enumerate(hashes) if h not in known]
-        vectors = np.zeros((len(names), embedder.dimension), dtype="float32")
-        if missing:
-            fresh = embedder.encode([documents[i] for i in missing])
-            for row, i in enumerate(missing):
-                known[hashes[i]] = fresh[row]
-        for i, h in enumerate(hashes):
-            vectors[i] = known[h]
+        store = folder / "vectors.npz" if folder is not None else None
+        vectors, embedded = embed_cached(documents, embedder, store)
         index = faiss.IndexFlatIP(embedder.dimension)
         if len(names):
             index.add(vectors)
         built = cls(names, index, embedder)
-        built.embedded = len(missing)
+        built.embedded = embedded
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            # Only the current documents are kept: the store does not grow with every edit.
-            _atomic(folder / "vectors.npz", lambda f: np.savez(f, hashes=hashes, vectors=vectors))
-            _atomic(stored, lambda f: f.write(faiss.serialize_index(index).tobytes()))
-            _atomic(stored.with_suffix(".json"), lambda f: f.write(json.dumps(names).encode()))
-        log.info("tool index built", tools=len(names), embedded=len(missing))
+            write_atomic(stored, lambda f: f.write(faiss.serialize_index(index).tobytes()))
+            write_atomic(stored.with_suffix(".json"), lambda f: f.write(json.dumps(names).encode()))
+        log.info("tool index built", tools=len(names), embedded=embedded)
         return built
 
     @classmethod
@@ -138,20 +126,3 @@ def narrow(
     chosen |= {n: NarrowedTool(name=n, source="retrieved", score=s) for n, s in picked}
     chosen |= {n: NarrowedTool(name=n, source="safety", score=scores.get(n)) for n in extra_safety}
     return list(chosen.values())
-
-
-def _load_vectors(path: Path) -> dict[str, Any]:
-    import numpy as np
-
-    if not path.is_file():
-        return {}
-    with np.load(path) as stored:
-        return dict(zip(stored["hashes"].tolist(), stored["vectors"], strict=True))
-
-
-def _atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write through a temporary file, so that a crash never leaves a half-written cache."""
-    partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
-    with partial.open("wb") as f:
-        write(f)
-    os.replace(partial, path)
