@@ -231,8 +231,10 @@ class Agent:
                         session_id=request.session_id,
                         model=self.model.name,
                     )
-                    strategy = await self._choose_strategy(ctx, request.query, request.strategy)
-                    status, answer = await self._plan(ctx, strategy, request, session)
+                    strategy, suggested = await self._choose_strategy(
+                        ctx, request.query, request.strategy
+                    )
+                    status, answer = await self._plan(ctx, strategy, request, session, suggested)
                 except Exception as exc:
                     status, error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, AgentrtError):  # ours explain themselves; log bugs
@@ -260,18 +262,21 @@ class Agent:
                 Message(role="assistant", content=answer),
             ]
 
-    async def _choose_strategy(self, ctx: RunContext, query: str, forced: str | None) -> Strategy:
+    async def _choose_strategy(
+        self, ctx: RunContext, query: str, forced: str | None
+    ) -> tuple[Strategy, list[str]]:
+        """The strategy for `query`, and the contexts the classifier suggests searching first."""
         strategies = self.workspace.strategies
         if forced is not None:
             ctx.emit(ClassifiedEvent, query_type=forced, method="forced")
-            return strategies[forced]
+            return strategies[forced], []
         try:
             c = await classify(ctx, self.workspace, query)
         except ClassificationFailed as exc:
             fallback = self.settings.default_strategy
             ctx.log.warning("classification failed", reason=str(exc))
             ctx.emit(ClassifiedEvent, query_type=fallback, method="fallback", reason=str(exc))
-            return strategies[fallback]
+            return strategies[fallback], []
         ctx.emit(
             ClassifiedEvent,
             query_type=c.query_type,
@@ -279,10 +284,15 @@ class Agent:
             suggested_contexts=c.suggested_contexts,
             method="model",
         )
-        return strategies[c.query_type]
+        return strategies[c.query_type], c.suggested_contexts
 
     async def _plan(
-        self, ctx: RunContext, strategy: Strategy, request: _Request, session: Session | None
+        self,
+        ctx: RunContext,
+        strategy: Strategy,
+        request: _Request,
+        session: Session | None,
+        suggested: list[str],
     ) -> tuple[RunStatus, str | None]:
         offered = await self._narrow(strategy, request.query)
         tools = self.workspace.tools
@@ -312,6 +322,9 @@ class Agent:
             if request.scope is None
             else [self.workspace.render("scope.j2", scope=request.scope)]
         )
+        if suggested:
+            # A priority, not a filter: the classifier sees only the question.
+            notes.append(self.workspace.render("suggested_contexts.j2", contexts=suggested))
         result = await PLANNERS[strategy.planner](
             PlannerInput(
                 ctx=ctx,

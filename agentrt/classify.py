@@ -60,7 +60,10 @@ async def classify(ctx: RunContext, workspace: Workspace, query: str) -> Classif
             ),
             Message(role="user", content=query),
         ],
-        json_schema=classification_schema(strategies),
+        json_schema=classification_schema(
+            strategies,
+            [c.id for c in workspace.knowledge.contexts] if workspace.knowledge else None,
+        ),
         purpose="classify",
         max_tokens=200,
     )

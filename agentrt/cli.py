@@ -483,3 +483,61 @@ def serve(
         await server.serve()
 
     anyio.run(main)
+
+
+@app.command()
+def ingest(
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace folder with a contexts.yaml (default: built-in).")
+    ] = None,
+    context: Annotated[
+        list[str] | None, typer.Option("--context", "-c", help="Only this context (repeatable).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Read every file again, changed or not.")] = False,
+) -> None:
+    """Read the workspace's contexts into its store: chunks in SQLite (FTS5 for keywords),
+    their vectors in FAISS. Only files whose content changed since the last ingest are read."""
+    from rich.progress import TaskID
+
+    from agentrt.exceptions import WorkspaceError
+    from agentrt.knowledge.contexts import CONTEXTS_FILE, load_knowledge_config
+    from agentrt.knowledge.ingest import ingest as ingest_contexts
+    from agentrt.knowledge.search import KnowledgeBase
+    from agentrt.workspace import default_workspace_path
+
+    configure_logging()
+    root = (workspace or default_workspace_path()).resolve()
+    try:
+        config = load_knowledge_config(root)
+        if config is None:
+            msg = f"workspace {root} declares no contexts: add a {CONTEXTS_FILE}"
+            raise UserError(msg)
+        kb = KnowledgeBase(config)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            tasks: dict[str, TaskID] = {}
+
+            def advance(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = progress.add_task(stage, total=total)
+                progress.update(tasks[stage], completed=done, total=total)
+
+            report = ingest_contexts(kb, context, force=force, progress=advance)
+    except (UserError, WorkspaceError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    out = Console(soft_wrap=True)
+    out.print(
+        f"{len(report.added)} added, {len(report.updated)} updated, {report.unchanged} "
+        f"unchanged, {len(report.removed)} removed; {report.embedded} chunk(s) embedded "
+        f"→ {config.store_path}"
+    )
+    for skipped in report.skipped:
+        err.print(f"[yellow]skipped:[/] {skipped}", highlight=False)
+    raise typer.Exit(1 if report.skipped else 0)

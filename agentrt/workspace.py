@@ -6,6 +6,7 @@
         tools/*.py           tool packs (see `agentrt.catalog`)
         registry/            tool metadata and the capability map (see `agentrt.registry`)
         prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
+        contexts.yaml        (optional) knowledge bases (see `agentrt.knowledge.contexts`)
 
 The default workspace is the one this repository ships (inside the wheel once installed). A
 user's workspace may leave out `prompts/` entries: the default's are used for any it lacks.
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrt.catalog import ToolCatalog, load_tool_packs
 from agentrt.exceptions import WorkspaceError
+from agentrt.knowledge.contexts import KnowledgeConfig, load_knowledge_config
 from agentrt.registry import load_registry
 from agentrt.strategy import Strategy, Template, load_strategies, load_templates
 
@@ -80,6 +82,10 @@ class Workspace:
         )
         # jinja2's own `tojson` escapes <, > and & for HTML; a model should see plain JSON.
         self.prompts.filters["json"] = functools.partial(json.dumps, ensure_ascii=False)
+        self.knowledge: KnowledgeConfig | None = load_knowledge_config(self.root)
+        """The contexts (knowledge bases) the workspace declares in `contexts.yaml`, if any."""
+        # Every prompt may list them: the classifier suggests among them, instructions name them.
+        self.prompts.globals["contexts"] = self.knowledge.contexts if self.knowledge else []
         self._check_strategies()
         self._check_templates()
 
