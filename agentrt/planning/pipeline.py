@@ -221,7 +221,11 @@ def apply_changes(
                 problems.append(f"cannot remove step {change.step!r}: there is no such step")
                 continue
             plan.pop(ids.index(change.step))
-        elif change.op == "modify":
+        elif change.op == "modify" or (
+            # Small models restate the template's steps as additions: the same step and tool
+            # again is a modification, not a clash worth a retry.
+            change.step in ids and change.tool == plan[ids.index(change.step)].tool
+        ):
             if change.step not in ids:
                 problems.append(f"cannot modify step {change.step!r}: there is no such step")
                 continue

@@ -17,6 +17,7 @@ from agentrt import (
     CoverageEvent,
     Event,
     IntentEvent,
+    PipelineStep,
     PlanAdaptedEvent,
     RepairEvent,
     RequirementsEvent,
@@ -28,9 +29,11 @@ from agentrt import (
 )
 from agentrt.planning.pipeline import (
     Analysis,
+    Change,
     Output,
     Requirements,
     TimeRequirement,
+    apply_changes,
     requirement_labels,
 )
 from agentrt.trajectory import trajectory_path
@@ -358,3 +361,15 @@ def test_every_requirement_label_has_a_map_entry(default_workspace: Workspace) -
     )
     assert sorted(every.labels()) == sorted(requirement_labels())
     assert sorted(default_workspace.registry.cues) == sorted(get_args(Analysis))
+
+
+def test_restating_a_step_as_an_addition_modifies_it() -> None:
+    """Small models add the template's steps again: the same id and tool merge into the step;
+    the same id with another tool is a clash, named."""
+    steps = [PipelineStep(id="totals", tool="aggregate", params={"metrics": ["revenue"]})]
+    restated = Change(op="add", step="totals", tool="aggregate", params={"grain": "month"})
+    plan, problems = apply_changes(steps, [restated])
+    assert problems == []
+    assert plan[0].params == {"metrics": ["revenue"], "grain": "month"}
+    clash = Change(op="add", step="totals", tool="plot_bar")
+    assert apply_changes(steps, [clash])[1] == ["cannot add step 'totals': a step has that id"]
