@@ -17,6 +17,9 @@ from agentrt.agent import (
     RunResult as RunResult,
 )
 from agentrt.events import (
+    AskEvent as AskEvent,
+)
+from agentrt.events import (
     ClassifiedEvent as ClassifiedEvent,
 )
 from agentrt.events import (
@@ -203,7 +206,13 @@ from agentrt.session import (
     Session as Session,
 )
 from agentrt.session import (
+    SessionStore as SessionStore,
+)
+from agentrt.session import (
     SessionTool as SessionTool,
+)
+from agentrt.session_db import (
+    SqliteSessionStore as SqliteSessionStore,
 )
 from agentrt.settings import (
     AgentSettings as AgentSettings,
@@ -241,6 +250,7 @@ __all__ = [
     "Agent",
     "AgentSettings",
     "AgentrtError",
+    "AskEvent",
     "CapabilityMap",
     "ClassifiedEvent",
     "CoverageEvent",
@@ -282,7 +292,9 @@ __all__ = [
     "ScriptedModel",
     "ScriptedTurn",
     "Session",
+    "SessionStore",
     "SessionTool",
+    "SqliteSessionStore",
     "Strategy",
     "StrategySelectedEvent",
     "StreamInterrupted",

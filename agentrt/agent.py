@@ -39,11 +39,13 @@ from agentrt.events import (
 )
 from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
+from agentrt.memory import fit_history
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.models.weights import cache_dir
 from agentrt.planning import PLANNERS, PlannerInput
 from agentrt.retrieval import ToolIndex, narrow
 from agentrt.session import Scope, Session, SessionStore
+from agentrt.session_db import SqliteSessionStore
 from agentrt.settings import AgentSettings
 from agentrt.strategy import Strategy
 from agentrt.toolbox import Toolbox
@@ -97,8 +99,12 @@ class Agent:
                 f"{self.workspace.root} (it has: {', '.join(self.workspace.strategies)})"
             )
             raise UserError(msg)
-        self.sessions = SessionStore()
-        """Every session's conversation and tools."""
+        self.sessions = (
+            SessionStore()
+            if self.settings.session_store is None
+            else SqliteSessionStore(self.settings.session_store)
+        )
+        """Every session's conversation, tools and named results."""
         self._prompts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._settings_json = self.settings.model_dump(mode="json")
         self._index: ToolIndex | None = None
@@ -256,11 +262,15 @@ class Agent:
                 ),
             )
             ctx.close()
-        if session is not None and status == "ok" and answer is not None:
-            session.messages += [
-                Message(role="user", content=request.query),
-                Message(role="assistant", content=answer),
-            ]
+        if session is not None:
+            # A question asked (`needs_input`) joins the history too: the reply is the
+            # session's next query, read against it.
+            if status in ("ok", "needs_input") and answer is not None:
+                session.messages += [
+                    Message(role="user", content=request.query),
+                    Message(role="assistant", content=answer),
+                ]
+            self.sessions.put(session)
 
     async def _choose_strategy(
         self, ctx: RunContext, query: str, forced: str | None
@@ -333,7 +343,11 @@ class Agent:
                 prompt=functools.partial(self._prompt, strategy),
                 notes=notes,
                 query=request.query,
-                history=list(session.messages) if session is not None else [],
+                history=(
+                    fit_history(session.messages, self.settings.history_tokens)
+                    if session is not None
+                    else []
+                ),
                 step_budget=strategy.step_budget,
                 settings=self.settings,
                 strategy=strategy,

@@ -1,6 +1,8 @@
 """The engine's own tools: in every workspace, needing no metadata.
 
 - `finish` ends the run with its answer; every run offers it.
+- `ask_user` ends the run with a clarifying question (status `needs_input`); the session's next
+  run takes the reply. Offered to `react` runs whose strategy lists it.
 - `llm_generate` asks the model for text or JSON about some context; `vm` runs offer it (the
   StackVM programs lean on it), and so does any strategy that lists it.
 """
@@ -19,7 +21,7 @@ from agentrt.tool import Tool, ToolContext
 
 __all__ = ["BUILTINS", "builtin_tools"]
 
-BUILTINS = ("finish", "llm_generate")
+BUILTINS = ("finish", "ask_user", "llm_generate")
 
 
 def finish(answer: str) -> str:
@@ -29,6 +31,16 @@ def finish(answer: str) -> str:
         answer: The complete answer, in the user's language.
     """
     return answer
+
+
+def ask_user(question: str) -> str:
+    """Ask the user a clarifying question and wait for the reply, when the request is ambiguous
+    or misses something only the user knows. Ask one short question; do not guess instead.
+
+    Args:
+        question: The question, in the user's language.
+    """
+    return question
 
 
 async def llm_generate(
@@ -72,5 +84,7 @@ def builtin_tools() -> dict[str, Tool]:
     return {
         # Not cached: a refused finish (the react planner's early-finish guard) may be repeated.
         "finish": Tool(finish, ends_run=True, cache=False),
+        # Not cached either: the same question may be refused early, then asked again.
+        "ask_user": Tool(ask_user, asks_user=True, cache=False),
         "llm_generate": Tool(llm_generate),
     }

@@ -152,19 +152,31 @@ def run(
     session: Annotated[
         str | None, typer.Option(help="Session id, to continue a conversation.")
     ] = None,
+    sessions: Annotated[
+        Path | None,
+        typer.Option(help="SQLite file keeping sessions, so a later run continues one."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print NDJSON events instead.")] = False,
     trajectories: Annotated[
         Path | None, typer.Option(help="Where to record the run (default: ./trajectories).")
     ] = Path("trajectories"),
     record: Annotated[bool, typer.Option(help="Record the trajectory.")] = True,
 ) -> None:
-    """Answer QUESTION, showing the run live: streamed text, tool calls, the answer."""
+    """Answer QUESTION, showing the run live: streamed text, tool calls, the answer.
+
+    Exit status 0 when answered, 3 when the model asks a question back (answer it with the
+    same --session and --sessions), 1 when the run failed, 2 on a usage error."""
     configure_logging()
     try:
         agent = Agent(
             workspace,
             model=_load_model(model),
-            settings=AgentSettings(trajectory_dir=trajectories if record else None),
+            settings=AgentSettings(
+                trajectory_dir=trajectories if record else None,
+                session_store=sessions,
+                # A workspace need not have `exploratory` when the strategy is named.
+                default_strategy=strategy or "exploratory",
+            ),
         )
         events = agent.run(question, session_id=session, strategy=strategy)
     except UserError as exc:
@@ -181,7 +193,7 @@ def run(
     except UserError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    raise typer.Exit(0 if status == "ok" else 1)
+    raise typer.Exit({"ok": 0, "needs_input": 3}.get(status, 1))
 
 
 async def _consume(
@@ -246,10 +258,12 @@ class _Live:
                 result = result[:160] + "…"
             self.line(f"{mark} {event.name} [dim]{event.duration * 1000:.0f} ms[/] → {result}")
         elif isinstance(event, RunFinishedEvent):
+            asked = event.status == "needs_input"
             if event.answer:
                 self.line("")
-                c.print(Panel(Markdown(event.answer), title="answer", expand=False))
-            colour = "green" if event.status == "ok" else "red"
+                title = "question" if asked else "answer"
+                c.print(Panel(Markdown(event.answer), title=title, expand=False))
+            colour = "green" if event.status == "ok" else "yellow" if asked else "red"
             note = f" — {event.error}" if event.error else ""
             self.line(
                 f"[{colour}]{event.status}[/]{note} · {event.steps} steps · "

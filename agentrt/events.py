@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 __all__ = [
+    "AskEvent",
     "ClassifiedEvent",
     "CoverageEvent",
     "Event",
@@ -58,8 +59,9 @@ __all__ = [
     "event_adapter",
 ]
 
-RunStatus = Literal["ok", "budget_exhausted", "cancelled", "error"]
-"""How a run ended."""
+RunStatus = Literal["ok", "needs_input", "budget_exhausted", "cancelled", "error"]
+"""How a run ended. `needs_input`: the model asked the user a question (see `AskEvent`); the
+session's next run takes the user's reply."""
 
 ToolStatus = Literal["ok", "error", "timeout", "cancelled"]
 """How one tool call ended."""
@@ -413,10 +415,21 @@ class RepairEvent(EventBase):
     """False for a semantic repair (a metric, a grouping, a grain), which is refused."""
 
 
+class AskEvent(EventBase):
+    """The model asked the user a clarifying question: the run ends `needs_input`, and the
+    session's next run receives the reply with the question in its history."""
+
+    type: Literal["ask"] = "ask"
+    step: int
+    call_id: str
+    question: str
+
+
 class RunFinishedEvent(EventBase):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
     answer: str | None = None
+    """The answer; for `needs_input`, the question the user is asked."""
     error: str | None = None
     steps: int
     usage: Usage
@@ -449,6 +462,7 @@ Event = Annotated[
     | PlanAdaptedEvent
     | CoverageEvent
     | RepairEvent
+    | AskEvent
     | RunFinishedEvent,
     Field(discriminator="type"),
 ]

@@ -80,6 +80,8 @@ class ToolOutcome:
     output: JsonValue = None
     error: str | None = None
     ends_run: bool = False
+    asks_user: bool = False
+    """The call asked the user a question (its output): the run pauses for the reply."""
 
 
 @dataclass(slots=True)
@@ -232,6 +234,7 @@ class Executor:
             output=original.output,
             error=original.error,
             ends_run=original.ends_run,
+            asks_user=original.asks_user,
         )
 
     async def _run(self, call: PreparedCall) -> ToolOutcome:
@@ -286,6 +289,7 @@ class Executor:
             output=output,
             error=error,
             ends_run=tool.ends_run and status == "ok",
+            asks_user=tool.asks_user and status == "ok",
         )
 
     def _context(self, call: PreparedCall) -> ToolContext:

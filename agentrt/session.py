@@ -80,7 +80,11 @@ class Scope(BaseModel):
 
 
 class SessionStore:
-    """Sessions by id, in memory. Each session's tools stay in it."""
+    """Sessions by id, in memory. Each session's tools stay in it.
+
+    The agent `get`s a run's session before the run and `put`s it back after; a store that
+    persists (`agentrt.session_db.SqliteSessionStore`) writes it there.
+    """
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
@@ -98,5 +102,6 @@ class SessionStore:
         return self._artifacts.setdefault(session_id, {})
 
     def put(self, session: Session) -> None:
-        """Keep `session` (e.g. one restored from storage), replacing any of the same id."""
+        """Keep `session` (after a run changed it, or one restored from storage), replacing any
+        of the same id."""
         self._sessions[session.id] = session

@@ -27,6 +27,12 @@ class AgentSettings(BaseModel):
     `budget_exhausted` after the turn that crossed it."""
     turn_retries: int = Field(1, ge=0)
     """How often a turn whose stream broke off mid-answer is asked again."""
+    session_store: Path | None = None
+    """A SQLite file where sessions are kept (messages, session tools, named results), so that
+    another agent over the same file continues them; None keeps them in memory."""
+    history_tokens: int = Field(2000, ge=50)
+    """Most tokens (estimated) of a session's earlier turns shown to a run: the latest turns
+    whole, the older ones summarised (see `agentrt.memory`)."""
     embedding_model: str | None = None
     """The model tool retrieval embeds with: a hub name found in the local cache, or a path.
     None: BAAI/bge-small-en-v1.5 if available offline, else the packaged all-MiniLM-L6-v2."""

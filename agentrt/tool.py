@@ -59,6 +59,7 @@ class Tool:
         timeout: float | None = None,
         split: str | None = None,
         ends_run: bool = False,
+        asks_user: bool = False,
         cache: bool = True,
         args_model: type[BaseModel] | None = None,
         context_param: str | None = None,
@@ -71,6 +72,8 @@ class Tool:
         :param split: a character that splits a tag body into parallel calls
             (`<search>a|b</search>` with `split="|"`); needs exactly one required str parameter
         :param ends_run: calling this tool ends the run; its `answer` argument is the answer
+        :param asks_user: calling this tool pauses the run to ask the user: its result is the
+            question, the run ends `needs_input`, and the session's next run gets the reply
         :param cache: an identical repeated call is answered from the run's cache; turn off
             for tools whose result changes between calls
         :param args_model: the argument model, when it is not to be read from the signature
@@ -88,6 +91,7 @@ class Tool:
             raise ToolDefinitionError(msg)
         self.timeout = timeout
         self.ends_run = ends_run
+        self.asks_user = asks_user
         self.cache = cache
         self.is_async = inspect.iscoroutinefunction(fn)
         if args_model is None:

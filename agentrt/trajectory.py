@@ -147,7 +147,8 @@ class Trajectory(BaseModel):
                 out.append(f"  - `{e.call_id}` {e.status} in {e.duration:.3f} s{cached}: {result}")
         flush_text()
         if end is not None:
-            out += ["", "## Answer", "", end.answer or f"(none: {end.error or end.status})"]
+            heading = "## Question to the user" if end.status == "needs_input" else "## Answer"
+            out += ["", heading, "", end.answer or f"(none: {end.error or end.status})"]
             calls = Counter(e.name for e in self.events if isinstance(e, ToolCallEvent))
             if calls:
                 out += ["", "Tool calls: " + ", ".join(f"{n} × {c}" for n, c in calls.items())]

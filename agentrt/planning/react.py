@@ -5,7 +5,8 @@ the parser hands over a call as soon as its closing tag or brace arrives, and th
 starts it in the turn's task group. When the stream ends, the turn waits for its calls, and
 their observations, in call order, become the next turn's input.
 
-A run ends on a call to a tool that ends the run (`finish`), on a turn with text and no tool
+A run ends on a call to a tool that ends the run (`finish`), on a call to one that asks the user
+(`ask_user`: status `needs_input`, the question as the answer), on a turn with text and no tool
 calls (that text is the answer), or when the step or token budget is spent. A turn whose
 stream breaks off mid-answer is asked again (`turn_retries` times); its calls that were still
 running are cancelled, and its half-written call is never run.
@@ -18,6 +19,7 @@ import time
 from collections.abc import AsyncIterator
 
 from agentrt.events import (
+    AskEvent,
     GuardEvent,
     ModelErrorEvent,
     NativeToolCall,
@@ -91,10 +93,14 @@ class _ReAct:
         for step in range(1, self.task.step_budget + 1):
             self._sync_tools()
             turn = await self._turn_with_retries(step)
-            ended = next((o for o in turn.outcomes if o.ends_run), None)
+            ended = next((o for o in turn.outcomes if o.ends_run or o.asks_user), None)
             if ended is not None and self._finished_too_early(turn, ended):
                 ended = None
             self._remember(turn)
+            if ended is not None and ended.asks_user:
+                question = str(ended.output)
+                self.ctx.emit(AskEvent, step=step, call_id=ended.call_id, question=question)
+                return PlannerResult("needs_input", question, step)
             if ended is not None:
                 return PlannerResult("ok", str(ended.output), step)
             if not turn.outcomes:

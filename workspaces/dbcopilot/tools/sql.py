@@ -1,0 +1,104 @@
+"""The database copilot's tools: ground a question in the schema, run guarded SQL.
+
+The database, the guard's policy and the grounding budget are in the workspace's
+`copilot.yaml` (`AGENTRT_COPILOT_DATABASE` overrides the database). An application may instead
+put a ready `Copilot` in the session's artifacts under "copilot". Query results are kept as
+pandas DataFrames in the run's artifacts, by name, so the chart tools (`charts.py`) can draw
+them; the model gets a bounded summary of each result, never all its rows.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentrt import ToolContext, ToolError, tool
+from agentrt.embedding import load_embedder
+from agentrt.examples import ExampleSelector, load_examples
+from agentrt.grounding import SchemaIndex
+from agentrt.sqlguard import GuardPolicy, SqlGuard
+
+WORKSPACE = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Copilot:
+    """What the tools work with: the guard over the database, its schema index, the examples."""
+
+    guard: SqlGuard
+    index: SchemaIndex
+    examples: ExampleSelector
+    budget: tuple[int, int, int] = (3, 10, 10)
+    """At most this many tables, columns and values grounded per question."""
+    k: int = 3
+    """Examples shown per question."""
+
+    @classmethod
+    def from_config(cls, path: Path, cache: Path | None = None) -> Copilot:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        database = os.environ.get("AGENTRT_COPILOT_DATABASE") or config.get("database")
+        if not database:
+            msg = f"no database: set `database` in {path} or AGENTRT_COPILOT_DATABASE"
+            raise ToolError(msg)
+        embedder = load_embedder(config.get("embedding_model"))
+        grounding = config.get("grounding", {})
+        return cls(
+            guard=SqlGuard(database, GuardPolicy.model_validate(config.get("policy", {}))),
+            index=SchemaIndex.build(database, embedder, cache, descriptions=config.get("notes")),
+            examples=ExampleSelector.build(load_examples(WORKSPACE / "examples"), embedder, cache),
+            budget=(
+                grounding.get("tables", 3),
+                grounding.get("columns", 10),
+                grounding.get("values", 10),
+            ),
+            k=config.get("examples", 3),
+        )
+
+
+def _copilot(ctx: ToolContext) -> Copilot:
+    found = ctx.artifacts.get("copilot")
+    if not isinstance(found, Copilot):
+        found = Copilot.from_config(WORKSPACE / "copilot.yaml", cache=WORKSPACE / ".cache")
+        ctx.artifacts["copilot"] = found
+    return found
+
+
+@tool
+def ground_schema(ctx: ToolContext, question: str) -> dict[str, Any]:
+    """Find the tables, columns and values of the database a question needs, and worked
+    examples of similar questions. Call it first: write SQL only against what it returns.
+
+    Args:
+        question: The user's question, in their words.
+    """
+    copilot = _copilot(ctx)
+    tables, columns, values = copilot.budget
+    grounding = copilot.index.ground(question, tables=tables, columns=columns, values=values)
+    return {
+        "schema": grounding.render(),
+        "examples": [e.render() for e in copilot.examples.select(question, copilot.k)],
+    }
+
+
+@tool(cache=False)
+def run_sql(ctx: ToolContext, sql: str, name: str = "result") -> dict[str, Any]:
+    """Run one read-only SQL (SQLite) query and see a summary of its rows. The whole result
+    is kept as a table under `name` for the chart tools.
+
+    Args:
+        sql: One SELECT statement in SQLite's dialect.
+        name: The name to keep the result under, for plot_line, plot_bar or plot_histogram.
+    """
+    result = _copilot(ctx).guard.execute(sql)
+    try:
+        import pandas as pd
+    except ImportError:
+        summary = result.summary()
+    else:
+        ctx.artifacts[name] = pd.DataFrame(result.rows, columns=result.columns)
+        summary = result.summary() | {"table": name}
+    return summary
