@@ -14,7 +14,7 @@ Every metric comes from a run's events alone, so a recorded run scores as a live
 - tool retrieval miss rate: of the requirement labels, the share no narrowed tool served
   (mended from the capability map, `tools_narrowed.missed`);
 - plan repair rate: the share of runs whose plan needed the gate or the executor to step in
-  (a coverage retry, a removed step, a repaired or refused parameter);
+  (a coverage retry, a removed or restored step, a repaired or refused parameter);
 
 and, where the question set says what to expect, requirement precision and recall (the labels
 extracted against the expected ones) and the share of runs that called a tool outside the
@@ -82,7 +82,7 @@ class PipelineMetrics(BaseModel):
     missed: int
     """Labels no narrowed tool served."""
     repairs: int
-    """Coverage retries, removed steps, and repaired or refused parameters."""
+    """Coverage retries, removed or restored steps, and repaired or refused parameters."""
 
 
 class EvalResult(BaseModel):
@@ -158,7 +158,7 @@ def pipeline_metrics(events: Sequence[Event]) -> PipelineMetrics | None:
         unjustified=len(coverage[0].unjustified) if coverage else 0,
         missed=len(narrowed.missed) if narrowed else 0,
         repairs=sum(not c.ok and not c.removed for c in coverage)
-        + sum(len(c.removed) for c in coverage)
+        + sum(len(c.removed) + len(c.restored) for c in coverage)
         + sum(isinstance(e, RepairEvent) for e in events),
     )
 

@@ -400,6 +400,9 @@ class CoverageEvent(EventBase):
     """Steps no requirement justifies (by id)."""
     removed: list[str] = Field(default_factory=list)
     """Steps the check removed itself, once the model had its retry."""
+    restored: list[str] = Field(default_factory=list)
+    """Steps of the plan before the model's changes put back, because they covered a
+    requirement the changed plan misses."""
 
 
 class RepairEvent(EventBase):

@@ -494,12 +494,13 @@ class _Pipeline:
         payload: str | None = None,
     ) -> list[PipelineStep]:
         """Let the model change the plan, and hold the result to the gate: retries carry the
-        exact payload; then steps no requirement justifies are removed, and a requirement
-        still uncovered fails the run."""
+        exact payload; then steps no requirement justifies are removed, removed steps that
+        covered a requirement are put back, and a requirement still uncovered fails the run."""
         if not steps or steps[0].id != "load":
             source = {"source": self.policy.dataset}
             load = PipelineStep(id="load", tool="load_dataset", params=source, satisfies=["data"])
             steps = [load, *(s for s in steps if s.id != "load")]
+        before = steps
         tools = self.task.tools
         for attempt in range(1, self.policy.adaptations + 1):
             prompt = self._prompt(
@@ -531,14 +532,21 @@ class _Pipeline:
         final = check_coverage(steps, requirements, self.registry, offered)
         removed = [s.id for s in steps if s.id in final.unjustified or s.tool not in offered]
         steps = [s for s in steps if s.id not in removed]
+        steps, restored = _restore(steps, before, requirements.labels(), final.covered)
         final = check_coverage(steps, requirements, self.registry, offered)
-        self._emit_coverage(self.policy.adaptations + 1, final, removed)
+        self._emit_coverage(self.policy.adaptations + 1, final, removed, restored)
         if final.missing:
             msg = f"no plan covers the question: {', '.join(final.missing)}"
             raise PipelineFailed(msg)
         return steps
 
-    def _emit_coverage(self, attempt: int, c: Coverage, removed: list[str] | None = None) -> None:
+    def _emit_coverage(
+        self,
+        attempt: int,
+        c: Coverage,
+        removed: list[str] | None = None,
+        restored: list[str] | None = None,
+    ) -> None:
         self.ctx.emit(
             CoverageEvent,
             attempt=attempt,
@@ -547,6 +555,7 @@ class _Pipeline:
             missing=c.missing,
             unjustified=c.unjustified,
             removed=removed or [],
+            restored=restored or [],
         )
 
     # ── deterministic parts ─────────────────────────────────────────────────────────────
@@ -704,6 +713,30 @@ class _Pipeline:
 
 
 _ADAPTATION = Adaptation.model_json_schema()
+
+
+def _restore(
+    steps: list[PipelineStep],
+    before: Sequence[PipelineStep],
+    labels: Sequence[str],
+    covered: Sequence[str],
+) -> tuple[list[PipelineStep], list[str]]:
+    """The plan with the steps the model removed put back where they were, when they were
+    the ones covering a requirement the plan now misses (small models delete template steps
+    they were meant to keep); and the ids put back."""
+    uncovered = set(labels) - set(covered)
+    plan = list(steps)
+    restored: list[str] = []
+    for i, step in enumerate(before):
+        present = {s.id for s in plan}
+        if step.id in present or not uncovered & set(step.satisfies):
+            continue
+        # After the nearest earlier step of the old plan that is still there.
+        anchor = next((b.id for b in reversed(before[:i]) if b.id in present), None)
+        at = [s.id for s in plan].index(anchor) + 1 if anchor is not None else 0
+        plan.insert(at, step)
+        restored.append(step.id)
+    return plan, restored
 
 
 class _Refused(Exception):

@@ -373,3 +373,25 @@ def test_restating_a_step_as_an_addition_modifies_it() -> None:
     assert plan[0].params == {"metrics": ["revenue"], "grain": "month"}
     clash = Change(op="add", step="totals", tool="plot_bar")
     assert apply_changes(steps, [clash])[1] == ["cannot add step 'totals': a step has that id"]
+
+
+async def test_a_covering_step_the_model_keeps_removing_is_put_back(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Small models delete template steps they were meant to keep: after the retry, the gate
+    restores the removed steps that covered a requirement, in their place, and says so."""
+    drop_totals = {"changes": [{"op": "remove", "step": "totals", "rationale": "not needed"}]}
+    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, drop_totals, NO_CHANGE)
+    end = last(events)
+    assert end.status == "ok", end.error
+    first, second, final = of(events, CoverageEvent)
+    assert "group_by=[region, product_category]" in first.missing
+    assert not second.ok
+    assert (final.ok, final.restored, final.removed) == (True, ["totals"], [])
+    assert called(events) == [
+        "load_dataset",
+        "parse_datetime",
+        "aggregate",
+        "plot_line",
+        "save_dataframe",
+    ]
