@@ -7,9 +7,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from analysis_answers import ASKED, INTENT, LABELS, NO_CHANGE, QUESTION
 
 from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
 from agentrt.evaluation import (
@@ -24,26 +24,6 @@ from agentrt.planning.pipeline import requirement_labels
 from agentrt.trajectory import Trajectory
 from agentrt.workspace import default_workspace_path
 
-QUESTION = "get revenue totals by region and product type over time"
-INTENT = {"primary_intent": "time_series_grouped", "confidence": 0.9}
-ASKED = {
-    "metrics": ["revenue"],
-    "group_by": ["region", "product_category"],
-    "time": {"column": "date", "grain": "unknown"},
-    "analysis": ["total", "trend"],
-    "outputs": ["chart", "table"],
-    "constraints": [],
-}
-LABELS = [
-    "data",
-    "analysis.total",
-    "analysis.trend",
-    "group_by",
-    "time.column",
-    "outputs.chart",
-    "outputs.table",
-]
-NO_CHANGE: dict[str, Any] = {"changes": []}
 ADD_ANOMALIES = {
     "changes": [
         {

@@ -9,6 +9,7 @@ from typing import Any, get_args
 
 import anyio
 import pytest
+from analysis_answers import ASKED, INTENT, NO_CHANGE, QUESTION
 from helpers import check_stream, last
 
 from agentrt import (
@@ -37,18 +38,6 @@ from agentrt.planning.pipeline import (
     requirement_labels,
 )
 from agentrt.trajectory import trajectory_path
-
-QUESTION = "get revenue totals by region and product type over time"
-INTENT = {"primary_intent": "time_series_grouped", "confidence": 0.9}
-ASKED = {
-    "metrics": ["revenue"],
-    "group_by": ["region", "product_category"],
-    "time": {"column": "date", "grain": "unknown"},
-    "analysis": ["total", "trend"],
-    "outputs": ["chart", "table"],
-    "constraints": [],
-}
-NO_CHANGE: dict[str, Any] = {"changes": []}
 
 
 @pytest.fixture(scope="module")
