@@ -42,7 +42,9 @@ def rss_kb() -> int:
 
 async def per_turn(runs: int) -> dict[str, float]:
     """µs per turn, best of 5 rounds; agentrt and floor rounds alternate, so that both see the
-    same moments of a noisy machine."""
+    same moments of a noisy machine. Also the cost of only building and serialising a run's
+    events (pydantic models, as `RunContext.emit` and the trajectory writer do), per turn: a
+    lower bound for any run loop that reports through these events."""
     from workload import TURNS, floor_once, make_agent, run_once
 
     best: dict[str, float] = {}
@@ -65,6 +67,16 @@ async def per_turn(runs: int) -> dict[str, float]:
                 for _ in range(runs * 10):
                     await floor_once(tools)
                 keep(f"floor_{tools}", time.perf_counter() - t0, runs * 10)
+        events = [e async for e in agents[4].run("bench", strategy="bench")]
+        fields = [(type(e), {k: getattr(e, k) for k in type(e).model_fields}) for e in events]
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(runs):
+                for cls, values in fields:
+                    event = cls(**values)
+                    event.__pydantic_serializer__.to_json(event)
+            keep("events_4", time.perf_counter() - t0, runs)
+        best["events_per_turn"] = len(events) / TURNS
     return best
 
 
@@ -202,6 +214,13 @@ def main() -> None:
         f"{turn['floor_4']:.1f}",
         f"{turn['agentrt_4'] / turn['floor_4']:.1f}×",
         "≤ 3× floor",
+    )
+    table.add_row(
+        f"  of which the {turn['events_per_turn']:.0f} events alone",
+        f"{turn['events_4']:.0f}",
+        "",
+        f"{turn['events_4'] / turn['floor_4']:.1f}×",
+        "",
     )
     table.add_row(
         "µs per tool call",
