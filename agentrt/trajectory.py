@@ -3,6 +3,11 @@
     line 1     TrajectoryHeader   (type "header": model, strategy, tool schema hashes, version…)
     line 2…    one Event per line, in `seq` order, the last one `run_finished`
 
+The header's `format_version` says how to read the rest. A reader loads every format agentrt
+has written: an older file is upgraded line by line through `UPGRADES`, a newer one refused with
+the version that wrote it. `json_schema()` publishes today's format
+(`schemas/trajectory.schema.json`, rewritten by `scripts/trajectory_schema.py`).
+
 The Markdown rendering is derived from the file, never written separately.
 """
 
@@ -12,11 +17,12 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from agentrt._version import __version__
 from agentrt.events import (
@@ -36,13 +42,24 @@ from agentrt.logs import get_logger
 
 __all__ = [
     "FORMAT_VERSION",
+    "UPGRADES",
     "Trajectory",
     "TrajectoryHeader",
     "TrajectoryWriter",
+    "json_schema",
     "trajectory_path",
 ]
 
 FORMAT_VERSION = 1
+"""The format this agentrt writes. Raise it when a change to the header or an event would make
+an older reader misread a file, and add the upgrade from the previous format to `UPGRADES`."""
+
+Lines = list[dict[str, Any]]
+"""A trajectory file as parsed JSON, one object per line, the header first."""
+
+UPGRADES: dict[int, Callable[[Lines], Lines]] = {}
+"""Format N → the function that rewrites a file of format N as format N + 1 (header
+included). Empty while format 1 is the only one agentrt has written."""
 
 log = get_logger("agentrt.trajectory")
 
@@ -50,7 +67,8 @@ log = get_logger("agentrt.trajectory")
 class TrajectoryHeader(BaseModel):
     type: Literal["header"] = "header"
     format_version: int = FORMAT_VERSION
-    agentrt_version: str = __version__
+    # A factory, not a default: the published schema must not change with every release.
+    agentrt_version: str = Field(default_factory=lambda: __version__)
     run_id: str
     created: datetime
     query: str
@@ -75,24 +93,58 @@ class Trajectory(BaseModel):
 
     @classmethod
     def read(cls, path: str | Path) -> Trajectory:
-        """Load a trajectory file; a bad line raises `ValueError` naming the file and line."""
+        """Load a trajectory file of any format agentrt has written, upgraded to today's.
+
+        :raises ValueError: the file is empty, a line is not what it should be (the message
+            names the file and the line), or a newer agentrt wrote it
+        """
         path = Path(path)
         lines = path.read_text(encoding="utf-8").splitlines()
         if not lines:
             msg = f"{path}: empty file, not a trajectory"
             raise ValueError(msg)
         try:
-            header = TrajectoryHeader.model_validate_json(lines[0])
+            stamp = _Stamp.model_validate_json(lines[0])
         except ValidationError as exc:
             msg = f"{path}:1: not a trajectory header: {exc.errors()[0]['msg']}"
             raise ValueError(msg) from None
+        if stamp.format_version > FORMAT_VERSION:
+            msg = (
+                f"{path}: written by agentrt {stamp.agentrt_version}, format "
+                f"{stamp.format_version}; this agentrt ({__version__}) reads up to format "
+                f"{FORMAT_VERSION}: upgrade agentrt to read it"
+            )
+            raise ValueError(msg)
+        if stamp.format_version < FORMAT_VERSION:
+            return cls._from_lines(path, _upgrade(path, lines, stamp.format_version))
+        return cls._from_lines(path, lines)
+
+    @classmethod
+    def _from_lines(cls, path: Path, lines: list[str] | Lines) -> Trajectory:
+        """Validate a file of today's format, given as its text lines or as parsed JSON."""
+
+        def fault(number: int, what: str, exc: ValidationError) -> ValueError:
+            return ValueError(f"{path}:{number}: not {what}: {exc.errors()[0]['msg']}")
+
+        first, rest = lines[0], lines[1:]
+        try:
+            header = (
+                TrajectoryHeader.model_validate_json(first)
+                if isinstance(first, str)
+                else TrajectoryHeader.model_validate(first)
+            )
+        except ValidationError as exc:
+            raise fault(1, "a trajectory header", exc) from None
         events: list[Event] = []
-        for number, line in enumerate(lines[1:], start=2):
+        for number, line in enumerate(rest, start=2):
             try:
-                events.append(event_adapter.validate_json(line))
+                events.append(
+                    event_adapter.validate_json(line)
+                    if isinstance(line, str)
+                    else event_adapter.validate_python(line)
+                )
             except ValidationError as exc:
-                msg = f"{path}:{number}: not an event: {exc.errors()[0]['msg']}"
-                raise ValueError(msg) from None
+                raise fault(number, "an event", exc) from None
         return cls(header=header, events=events)
 
     @property
@@ -153,6 +205,64 @@ class Trajectory(BaseModel):
             if calls:
                 out += ["", "Tool calls: " + ", ".join(f"{n} × {c}" for n, c in calls.items())]
         return "\n".join(out) + "\n"
+
+
+class _Stamp(BaseModel):
+    """What a header of any format holds: enough to choose how to read the rest."""
+
+    type: Literal["header"]
+    format_version: int = Field(ge=1)
+    agentrt_version: str = "unknown"
+
+
+def _upgrade(path: Path, text: list[str], version: int) -> Lines:
+    """The lines of a format-`version` file, rewritten step by step as today's format."""
+    lines: Lines = []
+    for number, line in enumerate(text, start=1):
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            msg = f"{path}:{number}: not JSON: {exc}"
+            raise ValueError(msg) from None
+        if not isinstance(value, dict):
+            msg = f"{path}:{number}: not a JSON object"
+            raise ValueError(msg)
+        lines.append(value)
+    while version < FORMAT_VERSION:
+        step = UPGRADES.get(version)
+        if step is None:
+            msg = f"{path}: format {version} is not one agentrt has written (no upgrade from it)"
+            raise ValueError(msg)
+        lines = step(lines)
+        version += 1
+    return lines
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a trajectory file of today's format (`schemas/trajectory.schema.json`).
+
+    JSON Lines has no schema language of its own, so the file is described as the array of its
+    lines: the first (`prefixItems`) a header, every later one (`items`) an event. A line alone
+    validates against `#/$defs/TrajectoryHeader` or `#/$defs/Event`.
+    """
+    ref = "#/$defs/{model}"
+    header = TrajectoryHeader.model_json_schema(ref_template=ref)
+    event = event_adapter.json_schema(ref_template=ref)
+    defs: dict[str, Any] = {**header.pop("$defs", {}), **event.pop("$defs")}
+    defs |= {"TrajectoryHeader": header, "Event": event}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"agentrt trajectory, format {FORMAT_VERSION}",
+        "description": (
+            "A trajectory file is JSON Lines: a header line, then one event per line in seq "
+            "order. This schema describes the file as the JSON array of its lines."
+        ),
+        "type": "array",
+        "minItems": 1,
+        "prefixItems": [{"$ref": "#/$defs/TrajectoryHeader"}],
+        "items": {"$ref": "#/$defs/Event"},
+        "$defs": dict(sorted(defs.items())),
+    }
 
 
 def _compact(value: object, limit: int = 300) -> str:
