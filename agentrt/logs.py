@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, TextIO, cast
 
 __all__ = ["configure_logging", "get_logger"]
 
@@ -53,6 +53,19 @@ def configure_logging(level: int = logging.WARNING, *, json: bool | None = None)
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        # PrintLogger only writes and flushes: the stand-in needs nothing else of a TextIO.
+        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())),
         cache_logger_on_first_use=True,
     )
+
+
+class _Stderr:
+    """`sys.stderr` as it is when a line is written, not when logging was configured: a host
+    that swaps it (a test runner's capture, an embedding application) must not leave the
+    loggers writing to a stream it has since closed."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
