@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from contextlib import ExitStack
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import anyio
 import typer
 from rich import box
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import (
     BarColumn,
@@ -26,7 +30,15 @@ from rich.progress import (
 from rich.table import Table
 
 from agentrt.agent import Agent
-from agentrt.evaluation import EvalResult, EvalSummary, load_questions, summarize
+from agentrt.eval_folder import EvalFolder, EvalIdentity, EvalReport
+from agentrt.evaluation import (
+    EvalResult,
+    EvalSpec,
+    EvalSummary,
+    Evaluator,
+    load_questions,
+    summarize,
+)
 from agentrt.evaluation import evaluate as run_questions
 from agentrt.events import (
     ClassifiedEvent,
@@ -41,8 +53,11 @@ from agentrt.events import (
 )
 from agentrt.exceptions import UserError
 from agentrt.logs import configure_logging
-from agentrt.models.base import Model, ModelRequest
-from agentrt.models.scripted import ScriptedModel
+from agentrt.models.base import Model
+from agentrt.models.spec import MODEL_HELP
+from agentrt.models.spec import load_model as _load_model
+from agentrt.ray_backend import ray_runner
+from agentrt.replay import Outcome, ReplayReport, ToolSource
 from agentrt.settings import AgentSettings
 from agentrt.trajectory import Trajectory
 from agentrt.workspace import default_workspace_path
@@ -63,59 +78,6 @@ DEMO_QUESTION = (
 
 def main() -> None:
     app()
-
-
-def _demo_model() -> Model:
-    """A scripted stand-in that plays a fixed exchange, streaming it like a model would."""
-
-    def answer(request: ModelRequest) -> str:
-        results = {m.tool_call_id: m.content for m in request.messages if m.role == "tool"}
-        days, root = results.get("call_1_1", "?"), results.get("call_1_2", "?")
-        text = (
-            f"From 2024-02-10 to 2025-03-01 there are {days} days; "
-            f"the square root of 1764 is {root}."
-        )
-        return _call("finish", answer=text)
-
-    return ScriptedModel(
-        [
-            '{"query_type": "exploratory", "language": "eng", "suggested_contexts": []}',
-            "I need a date difference and a square root; both can be computed at once.\n"
-            + _call("days_between", start="2024-02-10", end="2025-03-01")
-            + "\n"
-            + _call("calculate", expression="sqrt(1764)"),
-            answer,
-        ],
-        token_delay=0.02,
-        name="scripted-demo",
-    )
-
-
-def _call(name: str, **arguments: str) -> str:
-    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
-
-
-MODEL_HELP = (
-    "Which model answers: 'local' (the embedded Qwen2.5-Coder-1.5B), 'local:small' (its 0.5B "
-    "sibling), 'local:PATH.gguf', 'openai' or 'openai:NAME' (an OpenAI-compatible server, "
-    "configured by AGENTRT_OPENAI_* variables), or 'demo' (a scripted recording)."
-)
-
-
-def _load_model(spec: str) -> Model:
-    kind, _, rest = spec.partition(":")
-    if kind == "demo":
-        return _demo_model()
-    if kind == "local":
-        from agentrt.models.local import DEFAULT_PACK, SMALL_PACK, LocalModel
-
-        return LocalModel({"": DEFAULT_PACK, "small": SMALL_PACK}.get(rest, rest))
-    if kind == "openai":
-        from agentrt.models.openai import OpenAIModel, OpenAISettings
-
-        return OpenAIModel(OpenAISettings(model=rest) if rest else OpenAISettings())
-    msg = f"unknown model {spec!r}: {MODEL_HELP}"
-    raise UserError(msg)
 
 
 async def _prepare(model: Model) -> None:
@@ -294,32 +256,102 @@ def show(
 
 @app.command()
 def replay(
-    file: Annotated[
-        Path, typer.Argument(help="A trajectory file (.jsonl).", exists=True, dir_okay=False)
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A trajectory file (.jsonl), or a folder: every *.jsonl under it.",
+            exists=True,
+            metavar="PATH",
+        ),
     ],
     workspace: Annotated[
         Path | None, typer.Option(help="Workspace to replay against (default: the recorded one).")
     ] = None,
+    tools: Annotated[
+        ToolSource,
+        typer.Option(
+            help="'live' runs today's tools; 'recorded' runs none and answers each call with "
+            "the result the trajectory recorded for it (checks the engine alone)."
+        ),
+    ] = "live",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every run's outcome and a summary as JSON.")
+    ] = False,
 ) -> None:
-    """Re-run a trajectory's recorded model outputs through today's code; report the first
-    event that differs. Exit status 1 when one does."""
-    from agentrt.replay import replay as replay_run
+    """Re-run recorded trajectories with their recorded model outputs through today's code;
+    report for each whether it replays the same, where it first differs, or why it could not
+    be replayed. Exit status 0 when every run is the same, 1 when one differs or could not be
+    replayed, 2 on a usage error."""
+    from agentrt.replay import replay_files, trajectory_files
 
     configure_logging()
     try:
-        trajectory = Trajectory.read(file)
-        _, difference = anyio.run(lambda: replay_run(trajectory, workspace=workspace))
-    except (ValueError, UserError) as exc:
+        files = trajectory_files(path)
+    except UserError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    out = Console(soft_wrap=True)
-    if difference is None:
-        out.print(f"[green]no difference[/]: {len(trajectory.events)} events replayed identically")
+    out = Console(soft_wrap=True, highlight=False)
+    with Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=len(files) < 2,
+    ) as progress:
+        task = progress.add_task("replay", total=len(files))
+        # On one screen, lines printed beside the bar must go through its console, which
+        # keeps them above it; piped, they go to stdout as usual.
+        lines = progress.console if out.is_terminal and err.is_terminal else out
+
+        def done(report: ReplayReport) -> None:
+            progress.advance(task)
+            if not as_json:
+                _print_replay(lines, report)
+
+        reports = anyio.run(
+            lambda: replay_files(files, workspace=workspace, tools=tools, on_report=done)
+        )
+    counts = Counter(r.outcome for r in reports)
+    if as_json:
+        payload = {
+            "tools": tools,
+            "runs": [r.model_dump(mode="json") for r in reports],
+            "summary": {"runs": len(reports), **{o: counts[o] for o in get_args(Outcome)}},
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    else:
+        out.print(
+            f"{len(reports)} run(s), tools {tools}: {counts['same']} same, "
+            f"{counts['differs']} differ, {counts['error']} could not be replayed"
+        )
+    raise typer.Exit(0 if counts["same"] == len(reports) else 1)
+
+
+def _print_replay(out: Console, report: ReplayReport) -> None:
+    """One run's outcome: a line, and for a difference or an error a second, indented."""
+    path = escape(report.path)
+    if report.outcome == "same":
+        line = f"[green]same[/]    {path}: no difference in {report.events} events"
+        out.print(line, highlight=False)
         return
-    out.print(f"[red]first difference[/] at event {difference.index}:")
-    out.print("recorded:", json.dumps(difference.recorded, ensure_ascii=False), highlight=False)
-    out.print("today:   ", json.dumps(difference.replayed, ensure_ascii=False), highlight=False)
-    raise typer.Exit(1)
+    if report.outcome == "differs":
+        assert report.difference is not None
+        seq = report.difference.seq
+        where = "after the last event" if seq is None else f"at event {seq}"
+        head, detail = f"[red]differs[/] {path}", f"{where}: {report.difference.summary()}"
+    else:
+        head, detail = f"[yellow]error[/]   {path}", report.error or ""
+    out.print(head, highlight=False)
+    out.print(" " * 8 + detail, markup=False, highlight=False)
+
+
+class EvalBackend(StrEnum):
+    """Where `agentrt eval` runs its questions."""
+
+    local = "local"
+    ray = "ray"
 
 
 @app.command(name="eval")
@@ -336,55 +368,164 @@ def evaluate(
     workspace: Annotated[
         Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
     ] = None,
-    trajectories: Annotated[
-        Path, typer.Option(help="Where every run's trajectory is written.")
-    ] = Path("trajectories/eval"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Output folder: results as they finish, every trajectory, results.json and "
+            "report.html (default: trajectories/eval/<dataset name>)."
+        ),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions running at once.")] = 4,
+    restart: Annotated[
+        bool, typer.Option(help="Forget the results already in the output folder; run all.")
+    ] = False,
+    backend: Annotated[
+        EvalBackend, typer.Option(help="Run here, or as Ray tasks (needs the 'ray' extra).")
+    ] = EvalBackend.local,
+    address: Annotated[
+        str | None,
+        typer.Option(help="With --backend ray: the cluster's address (default: a local Ray)."),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print every result and the summary as JSON.")
     ] = False,
 ) -> None:
-    """Run a question set and print the pipeline's metrics: requirement coverage, unjustified
-    steps, retrieval misses, plan repairs, and requirements and tools against the expected."""
+    """Run a question set and score every run: answers (exact match, F1), tools (precision,
+    recall, trajectory match), steps, tokens, latency, and the pipeline's metrics.
+
+    Results are kept as they finish, so a rerun with the same output folder runs only the
+    questions not done yet (--restart to run them all again)."""
     configure_logging()
-    path = dataset or default_workspace_path() / "data" / "analysis_questions.jsonl"
+    path = (dataset or default_workspace_path() / "data" / "analysis_questions.jsonl").resolve()
+    folder = EvalFolder(out or Path("trajectories") / "eval" / path.stem)
+    if address is not None and backend is not EvalBackend.ray:
+        err.print("[red]error:[/] --address is for --backend ray")
+        raise typer.Exit(2)
     try:
         questions = load_questions(path)
-        agent = Agent(
-            workspace, model=_load_model(model), settings=AgentSettings(trajectory_dir=trajectories)
+        spec = EvalSpec(
+            model=model,
+            workspace=workspace.resolve() if workspace else None,
+            output=folder.root.resolve(),
         )
+        evaluator = Evaluator(spec)
+        evaluator.check(questions)
+        identity = EvalIdentity(
+            dataset=str(path),
+            model=model,
+            workspace=str(spec.workspace) if spec.workspace else None,
+        )
+        done = folder.open(identity, restart=restart)
     except UserError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
+    todo = [q for q in questions if q.id not in done]
+    if len(todo) < len(questions):
+        err.print(
+            f"{len(questions) - len(todo)} of {len(questions)} already done, running {len(todo)}"
+        )
 
     async def main() -> list[EvalResult]:
-        await _prepare(agent.model)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
-            task = progress.add_task(f"{path.name} · {agent.model.name}", total=len(questions))
-            return await run_questions(agent, questions, on_result=lambda _: progress.advance(task))
+        with ExitStack() as stack:
+            if backend is EvalBackend.ray:
+                run_one = stack.enter_context(ray_runner(spec, address=address))
+            else:
+                await _prepare(evaluator.models())
+                run_one = evaluator.run
+            progress = stack.enter_context(
+                Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    console=err,
+                    transient=True,
+                )
+            )
+            task = progress.add_task(
+                f"{path.name} · {model} · {backend.value}",
+                total=len(questions),
+                completed=len(questions) - len(todo),
+            )
 
-    results = anyio.run(main)
-    summary = summarize(results)
+            def finished(result: EvalResult) -> None:
+                folder.append(result)
+                progress.advance(task)
+
+            return await run_questions(todo, run_one, concurrency=concurrency, on_result=finished)
+
+    try:
+        fresh = {r.id: r for r in anyio.run(main)}
+    except UserError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: the finished results are kept in {folder.results_log}; rerun to resume"
+        )
+        raise typer.Exit(130) from None
+    results = [done.get(q.id) or fresh[q.id] for q in questions]
+    report = EvalReport(evaluation=identity, summary=summarize(results), results=results)
+    folder.write_report(report)
+    _write_html_report(folder, report)
     if as_json:
-        payload = {
-            "results": [r.model_dump(mode="json") for r in results],
-            "summary": summary.model_dump(mode="json"),
-        }
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
-    Console().print(_results_table(results), _summary_table(summary, agent.model.name))
+    tables = [_results_table(results), _summary_table(report.summary, model)]
+    if any(r.metrics for r in results):
+        tables.insert(1, _pipeline_table(results))
+    Console().print(*tables)
+    err.print(f"results: {folder.results_json} · report: {folder.report_html}", highlight=False)
+
+
+def _write_html_report(folder: EvalFolder, report: EvalReport) -> None:
+    """Write report.html; without matplotlib, say what is missing and go on."""
+    from agentrt.report import render_report
+
+    try:
+        folder.report_html.write_text(render_report(report), encoding="utf-8")
+    except UserError as exc:
+        err.print(f"[yellow]no report.html:[/] {exc}")
 
 
 def _results_table(results: list[EvalResult]) -> Table:
     table = Table(
         "question",
         "status",
+        "exact",
+        "F1",
+        "tools P/R",
+        "traj.",
+        "steps",
+        "tokens",
+        "secs",
+        box=box.SIMPLE_HEAD,
+        caption="traj.: the tools called match the expected ones",
+    )
+    for r in results:
+        status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
+        tools = (
+            f"{r.tool_precision:.2f}/{r.tool_recall:.2f}"
+            if r.tool_precision is not None and r.tool_recall is not None
+            else "-"
+        )
+        table.add_row(
+            r.id,
+            status,
+            "-" if r.exact_match is None else "yes" if r.exact_match else "no",
+            "-" if r.f1 is None else f"{r.f1:.2f}",
+            tools,
+            "-" if r.trajectory_match is None else "yes" if r.trajectory_match else "no",
+            str(r.steps),
+            str(r.tokens),
+            f"{r.latency:.2f}",
+        )
+    return table
+
+
+def _pipeline_table(results: list[EvalResult]) -> Table:
+    table = Table(
+        "question",
         "labels",
         "covered",
         "unjustified",
@@ -392,28 +533,28 @@ def _results_table(results: list[EvalResult]) -> Table:
         "repairs",
         "req. P/R",
         "outside allowed",
+        title="pipeline",
         box=box.SIMPLE_HEAD,
     )
     for r in results:
         m = r.metrics
+        if m is None:
+            continue
         pr = (
             f"{r.requirement_precision:.2f}/{r.requirement_recall:.2f}"
             if r.requirement_precision is not None and r.requirement_recall is not None
             else "-"
         )
-        numbers = (
-            [
-                str(len(m.labels)),
-                f"{m.covered}",
-                f"{m.unjustified}/{m.steps}",
-                str(m.missed),
-                str(m.repairs),
-            ]
-            if m
-            else ["-"] * 5
+        table.add_row(
+            r.id,
+            str(len(m.labels)),
+            f"{m.covered}",
+            f"{m.unjustified}/{m.steps}",
+            str(m.missed),
+            str(m.repairs),
+            pr,
+            ", ".join(r.disallowed or []) or "-",
         )
-        status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
-        table.add_row(r.id, status, *numbers, pr, ", ".join(r.disallowed or []) or "-")
     return table
 
 
@@ -421,17 +562,29 @@ def _summary_table(s: EvalSummary, model: str) -> Table:
     table = Table(
         "metric", "value", title=f"{s.ok}/{s.questions} runs ok · {model}", box=box.SIMPLE_HEAD
     )
-    rates = {
-        "requirement coverage rate": s.coverage_rate,
-        "unjustified step rate": s.unjustified_step_rate,
-        "tool retrieval miss rate": s.retrieval_miss_rate,
-        "plan repair rate": s.plan_repair_rate,
-        "requirement precision": s.requirement_precision,
-        "requirement recall": s.requirement_recall,
-        "runs calling a tool outside the allowed": s.disallowed_tool_rate,
-    }
-    for name, value in rates.items():
-        table.add_row(name, "-" if value is None else f"{value:.1%}")
+    percent, two, one = "{:.1%}", "{:.2f}", "{:.1f}"
+    rows = [
+        ("answer exact match", s.exact_match_rate, percent),
+        ("answer F1", s.f1, two),
+        ("tool precision", s.tool_precision, two),
+        ("tool recall", s.tool_recall, two),
+        ("trajectory match", s.trajectory_match_rate, percent),
+        ("steps per run", s.steps, one),
+        ("tokens per run", s.tokens, "{:.0f}"),
+        ("latency, mean", s.latency, "{:.2f} s"),
+        ("latency, p95", s.latency_p95, "{:.2f} s"),
+        ("requirement coverage rate", s.coverage_rate, percent),
+        ("unjustified step rate", s.unjustified_step_rate, percent),
+        ("tool retrieval miss rate", s.retrieval_miss_rate, percent),
+        ("plan repair rate", s.plan_repair_rate, percent),
+        ("requirement precision", s.requirement_precision, percent),
+        ("requirement recall", s.requirement_recall, percent),
+        ("runs calling a tool outside the allowed", s.disallowed_tool_rate, percent),
+    ]
+    for name, value, form in rows:
+        # What the question set gave nothing to measure against is left out.
+        if value is not None:
+            table.add_row(name, form.format(value))
     return table
 
 
