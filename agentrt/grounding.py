@@ -17,12 +17,16 @@ discount), retrieves candidates of each kind from FAISS (inner product of normal
 also matches values literally (trimmed and case-insensitively, as whole words of the question),
 and re-ranks with the structure:
 
+- the tables the dialogue names (a table or column named word for word, a value found word for
+  word) are its anchors; a value several tables hold anchors only those nearest the others;
 - a value found lifts its column, and a column lifts its table;
 - tables are chosen greedily, each next one with a bonus when a foreign key joins it to those
-  already chosen, and a larger one when it bridges two chosen tables that no key joins
-  directly, so that the choice tends to be a joinable whole;
-- the columns that join the best few chosen tables (both ends of each foreign key between
-  them) come first, then the best-scoring columns of the chosen tables;
+  already chosen, and a larger one when it lies on a shortest join path between two chosen
+  anchors that the chosen tables do not connect yet (a bridge), so that the choice tends to
+  be a joinable whole;
+- columns are chosen within the budget in this order: the keys joining the anchors and
+  bridges (cheap, and required), the best column of each of those tables, then the rest by
+  score, where a column of a table not joined yet brings the keys of its join path with it;
 - values are taken from the chosen tables, literal matches first.
 
 The result holds at most `tables` tables, `columns` columns and `values` values;
@@ -35,7 +39,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentrt.database import Schema, database_path, read_schema, read_values
+from agentrt.database import ForeignKey, Schema, database_path, read_schema, read_values
 from agentrt.embedding import Embedder
 from agentrt.logs import get_logger
 from agentrt.vectorstore import embed_cached, write_atomic
@@ -79,16 +83,16 @@ SIMILAR_VALUE_TO_COLUMN = 0.5
 """The same for a value only similar to the question: similarity among short values is noisy
 ("Jane Austen" is close to "borrowed Emma"), and should not pull in its table."""
 NAMED_SCORE = 0.8
-"""A table or column every word of whose name the question says ("customers", "unit price")."""
+"""A table or column every word of whose name the question says, stemmed and leaving out
+stop words ("customers", "unit price"; "borrowed" names `borrowed_on`)."""
 COLUMN_TO_TABLE = 0.9
 """The share of its best column's score a table gets, at least."""
 JOIN_BONUS = 0.08
 """Added to a candidate table that a foreign key joins to the tables already chosen."""
 BRIDGE_BONUS = 0.3
-"""Added to a candidate table that joins two chosen tables no foreign key joins directly: the
-table in the middle of a many-to-many question ("members who borrowed a title": loans)."""
-CORE_TABLES = 3
-"""The best-ranked tables whose join columns are always kept."""
+"""Added to a candidate table on a shortest join path between two chosen anchors that the
+chosen tables do not connect yet: the table in the middle of a many-to-many question
+("members who borrowed a title": loans, and copies)."""
 TABLE_IN_COLUMN = 0.25
 """The share of a table's score that its columns inherit when columns are ranked."""
 CANDIDATES = {"table": 64, "column": 256, "value": 128}
@@ -346,13 +350,15 @@ class SchemaIndex:
             if item.references or item.primary_key:
                 continue
             name = words(item.column or item.table).split()
-            named = frozenset(_singular(w) for w in name if w != "id")
+            named = frozenset(_stem(w) for w in name if w != "id" and w not in _STOPWORDS)
             if named:
                 self._names.append((i, named))
         self._neighbours: dict[str, set[str]] = defaultdict(set)
         for key in schema.foreign_keys:
             self._neighbours[key.table].add(key.ref_table)
             self._neighbours[key.ref_table].add(key.table)
+        self._distance = {t.name: self._hops(t.name) for t in schema.tables}
+        """Table → table → the fewest foreign keys a join between them crosses."""
 
     @classmethod
     def build(
@@ -484,21 +490,28 @@ class SchemaIndex:
         weighted by its `weights` entry)."""
         score = self._similarities(vectors, weights)
         literal: set[int] = set()
+        anchors: set[str] = set()  # the tables the dialogue names, or names a value of
         for text, weight in zip(texts, weights, strict=True):
             for i in self._literal_matches(text):
                 literal.add(i)
                 score[i] = max(score.get(i, 0.0), LITERAL_SCORE * weight)
-            said = {_singular(w) for w in normalize_value(text).split()}
+            said = {_stem(w) for w in normalize_value(text).split()}
             for i, named in self._names:
                 if named <= said:
+                    anchors.add(self.items[i].table)
                     score[i] = max(score.get(i, 0.0), NAMED_SCORE * weight)
+
+        anchors |= self._value_anchors(literal, anchors)
 
         # Upward: a value lifts its column, a column its table.
         for i in range(self._ranges["value"].start, len(self.items)):
             if i in score:
                 item = self.items[i]
                 column = self._position[("column", item.table, item.column or "")]
-                share = VALUE_TO_COLUMN if i in literal else SIMILAR_VALUE_TO_COLUMN
+                # A value the other anchors place in another table is weak evidence for this
+                # one: "Turin" of a customer, when the question is about a store's staff.
+                sure = i in literal and item.table in anchors
+                share = VALUE_TO_COLUMN if sure else SIMILAR_VALUE_TO_COLUMN
                 score[column] = max(score.get(column, 0.0), share * score[i])
         table_score: dict[str, float] = {}
         for i in range(self._ranges["table"].start, self._ranges["table"].stop):
@@ -508,38 +521,11 @@ class SchemaIndex:
             lifted = COLUMN_TO_TABLE * score.get(i, 0.0)
             table_score[name] = max(table_score.get(name, 0.0), lifted)
 
-        chosen: list[str] = []
-        while len(chosen) < tables and len(chosen) < len(table_score):
-            best, best_score = "", float("-inf")
-            for name, base in table_score.items():
-                if name in chosen:
-                    continue
-                s = base + self._join_bonus(name, chosen)
-                if s > best_score:
-                    best, best_score = name, s
-            chosen.append(best)
-        chosen_set = set(chosen)
-
-        # Join columns first, but only among the first CORE_TABLES tables: the later ones are
-        # the least likely to be needed, and their joins would crowd out the columns.
-        core = set(chosen[:CORE_TABLES])
-        joins: list[int] = []
-        for key in self.schema.foreign_keys:
-            if key.table in core and key.ref_table in core:
-                joins.append(self._position[("column", key.table, key.column)])
-                ref = ("column", key.ref_table, key.ref_column)
-                if ref in self._position:
-                    joins.append(self._position[ref])
-        column_rank = sorted(
-            (
-                i
-                for i in range(self._ranges["column"].start, self._ranges["column"].stop)
-                if self.items[i].table in chosen_set
-            ),
-            key=lambda i: -(score.get(i, 0.0) + TABLE_IN_COLUMN * table_score[self.items[i].table]),
+        chosen, bridges = self._choose_tables(table_score, anchors, tables)
+        picked_columns, join_set = self._choose_columns(
+            chosen, anchors, bridges, table_score, score, columns
         )
-        picked_columns = list(dict.fromkeys([*joins, *column_rank]))[:columns]
-        join_set = set(joins)
+        chosen_set = set(chosen)
 
         value_rank = sorted(
             (
@@ -577,15 +563,188 @@ class SchemaIndex:
             ],
         )
 
-    def _join_bonus(self, name: str, chosen: Sequence[str]) -> float:
-        """What joining the tables already chosen adds to a candidate table's score."""
-        linked = [c for c in chosen if c in self._neighbours[name]]
-        if not linked:
+    def _value_anchors(self, literal: set[int], named: set[str]) -> set[str]:
+        """The tables of the values found word for word. A value held by several tables
+        ("Turin": a store's city, a customer's city) anchors only those of them nearest (in
+        joins) to the other anchors, when there are any: in "the stock clerks in Turin", a
+        clerk is an employee, who works in a store."""
+        holders: dict[str, set[str]] = defaultdict(set)
+        for i in literal:
+            holders[normalize_value(self.items[i].value or "")].add(self.items[i].table)
+        sure = named.union(*(t for t in holders.values() if len(t) == 1))
+        anchors = set(sure)
+        for tables in holders.values():
+            if len(tables) > 1:
+                hops = {t: self._hops_to(t, sure) for t in tables}
+                anchors |= {t for t in tables if hops[t] == min(hops.values())}
+        return anchors
+
+    def _hops_to(self, table: str, others: set[str]) -> int:
+        """The fewest foreign keys between `table` and any of `others` (as many as there are
+        tables when none is reachable, or none given)."""
+        near = self._distance[table]
+        return min((near[o] for o in others if o in near), default=len(self._distance))
+
+    def _choose_tables(
+        self, table_score: Mapping[str, float], anchors: set[str], count: int
+    ) -> tuple[dict[str, float], set[str]]:
+        """The `count` tables to ground, in the order chosen, each with its worth (its score
+        plus what joining the tables chosen before it adds, `_join_bonus`), and which of them
+        were chosen as bridges between anchors."""
+        chosen: dict[str, float] = {}
+        bridges: set[str] = set()
+        while len(chosen) < min(count, len(table_score)):
+            best, best_worth, best_bonus = "", float("-inf"), 0.0
+            for name, base in table_score.items():
+                if name in chosen:
+                    continue
+                bonus = self._join_bonus(name, chosen, anchors)
+                if base + bonus > best_worth:
+                    best, best_worth, best_bonus = name, base + bonus, bonus
+            chosen[best] = best_worth
+            if best_bonus > JOIN_BONUS:
+                bridges.add(best)
+        return chosen, bridges
+
+    def _join_bonus(self, name: str, chosen: Mapping[str, float], anchors: set[str]) -> float:
+        """What a candidate table adds by joining the tables already chosen: `JOIN_BONUS` when a
+        foreign key joins it to one of them, `BRIDGE_BONUS` more when it lies on a shortest join
+        path between two groups of chosen tables that are not joined yet, each holding an
+        anchor (a table the dialogue names)."""
+        if not any(c in self._neighbours[name] for c in chosen):
             return 0.0
-        bridges = any(
-            b not in self._neighbours[a] for i, a in enumerate(linked) for b in linked[i + 1 :]
-        )
-        return JOIN_BONUS + (BRIDGE_BONUS if bridges else 0.0)
+        groups: dict[int, set[str]] = defaultdict(set)
+        for table, number in _components(chosen, self._neighbours).items():
+            groups[number].add(table)
+        anchored = [g for g in groups.values() if g & anchors]
+        for i, first in enumerate(anchored):
+            for second in anchored[i + 1 :]:
+                gap = min(self._hops_to(a, second) for a in first)
+                via = self._hops_to(name, first) + self._hops_to(name, second)
+                if gap < len(self._distance) and via == gap:
+                    return JOIN_BONUS + BRIDGE_BONUS
+        return JOIN_BONUS
+
+    def _choose_columns(
+        self,
+        chosen: Mapping[str, float],
+        anchors: set[str],
+        bridges: set[str],
+        table_score: Mapping[str, float],
+        score: Mapping[int, float],
+        budget: int,
+    ) -> tuple[list[int], set[int]]:
+        """At most `budget` columns of the chosen tables, join columns first, and which of them
+        are join columns. Taken in this order, each only when it fits whole:
+
+        1. the core: the chosen anchors and bridges, or the best table when there is no anchor.
+           The keys of shortest join paths (through chosen tables) that connect the core, and
+           every key between two core tables: cheap, and required to write the query;
+        2. the best data column (not a key) of each core table that has none yet: the question
+           names an anchor for something, and
+           the bridge of a many-to-many question usually holds what is counted or summed (the
+           quantity of a sale);
+        3. the other columns by score (their own plus a share of their table's); a column of a
+           table not joined yet comes with the keys of the shortest join path to it, or not at
+           all, so the keys of a weakly similar table (at a large `tables`) never crowd out the
+           columns of the tables the question is about;
+        4. the other keys between grounded tables (a second route between them).
+        """
+        picked: dict[int, None] = {}
+        joins: set[int] = set()
+        grounded: set[str] = set()
+
+        def take(path: list[int], column: int | None = None) -> None:
+            new = [c for c in dict.fromkeys([*path, column]) if c is not None and c not in picked]
+            if len(picked) + len(new) <= budget:
+                picked.update(dict.fromkeys(new))
+                joins.update(path)
+                grounded.update(self.items[c].table for c in new)
+
+        core = [t for t in chosen if t in anchors | bridges] or list(chosen)[:1]
+        for table in core:
+            take(self._join_path(table, grounded, chosen))
+            grounded.add(table)
+        for key in self.schema.foreign_keys:
+            if key.table in core and key.ref_table in core:
+                take(self._key_columns(key))
+
+        worth = {
+            i: score.get(i, 0.0) + TABLE_IN_COLUMN * table_score[self.items[i].table]
+            for i in range(self._ranges["column"].start, self._ranges["column"].stop)
+            if self.items[i].table in chosen
+        }
+        for table in core:
+            own = [i for i in worth if self.items[i].table == table and _holds_data(self.items[i])]
+            if own and not picked.keys() & own:
+                best = max(own, key=worth.__getitem__)
+                take(self._join_path(table, grounded, chosen), best)
+
+        for i in sorted(worth, key=lambda i: -worth[i]):
+            if len(picked) == budget:
+                break
+            take(self._join_path(self.items[i].table, grounded, chosen), i)
+
+        for key in self.schema.foreign_keys:
+            if key.table in grounded and key.ref_table in grounded:
+                take(self._key_columns(key))
+        return sorted(picked, key=lambda i: i not in joins), joins
+
+    def _join_path(self, start: str, grounded: set[str], chosen: Mapping[str, float]) -> list[int]:
+        """The join columns of a shortest path from `start` to a grounded table, through chosen
+        tables only, the more worthy tables first among equally short paths: every key between
+        two tables of the path (a flight's origin and its destination). Empty when `start` is
+        grounded or none joins."""
+        if start in grounded or not grounded:
+            return []
+        came_from: dict[str, str] = {start: start}
+        frontier = [start]
+        while frontier:
+            following = []
+            for table in frontier:
+                nearby = sorted(self._neighbours[table] & chosen.keys(), key=lambda t: -chosen[t])
+                for neighbour in nearby:
+                    if neighbour in came_from:
+                        continue
+                    came_from[neighbour] = table
+                    if neighbour in grounded:
+                        return self._path_columns(neighbour, came_from)
+                    following.append(neighbour)
+            frontier = following
+        return []
+
+    def _path_columns(self, end: str, came_from: Mapping[str, str]) -> list[int]:
+        columns: list[int] = []
+        table = end
+        while came_from[table] != table:
+            previous = came_from[table]
+            for key in self.schema.foreign_keys:
+                if {key.table, key.ref_table} == {table, previous}:
+                    columns += self._key_columns(key)
+            table = previous
+        return columns
+
+    def _key_columns(self, key: ForeignKey) -> list[int]:
+        """A foreign key's column, then the column it references (when it is indexed)."""
+        pair = [self._position[("column", key.table, key.column)]]
+        ref = ("column", key.ref_table, key.ref_column)
+        if ref in self._position:
+            pair.append(self._position[ref])
+        return pair
+
+    def _hops(self, start: str) -> dict[str, int]:
+        """Breadth first over the foreign keys: each table reachable from `start`, by hops."""
+        hops = {start: 0}
+        frontier = [start]
+        while frontier:
+            following = []
+            for table in frontier:
+                for neighbour in self._neighbours[table]:
+                    if neighbour not in hops:
+                        hops[neighbour] = hops[table] + 1
+                        following.append(neighbour)
+            frontier = following
+        return hops
 
     def _similarities(
         self, vectors: npt.NDArray[np.float32], weights: Sequence[float]
@@ -619,6 +778,35 @@ class SchemaIndex:
         return found
 
 
+def _stem(word: str) -> str:
+    """A crude stem, enough to match the words of a name with those of a question: the same
+    for admitted and admit, borrowed and borrow, diagnoses and diagnosis, courses and course."""
+    if len(word) <= 3:
+        return word
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + replacement
+            break
+    if word[-1] == word[-2] and word[-1] not in "aeiouls":
+        word = word[:-1]
+    return word
+
+
+_SUFFIXES = (
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ing", ""),
+    ("ed", ""),
+    ("es", ""),
+    ("is", ""),
+    ("ss", "ss"),
+    ("s", ""),
+    ("e", ""),
+)
+"""Endings and what replaces them, tried in order; the first that fits is replaced (a word in
+-ss is left as it is, not taken for a plural)."""
+
+
 def _singular(word: str) -> str:
     """A crude singular, enough to compare names and values with questions: mats → mat,
     categories → category, boxes → box; short words and words in -ss are left alone."""
@@ -629,6 +817,27 @@ def _singular(word: str) -> str:
     if word.endswith(("ches", "shes", "xes", "sses")):
         return word[:-2]
     return word[:-1] if word.endswith("s") else word
+
+
+def _holds_data(item: SchemaItem) -> bool:
+    """Whether a column holds data of its own, not a key (an id, a reference)."""
+    return not (item.primary_key or item.references)
+
+
+def _components(tables: Iterable[str], neighbours: Mapping[str, set[str]]) -> dict[str, int]:
+    """Each table → a number shared by the tables it joins to through the others given."""
+    among = set(tables)
+    component: dict[str, int] = {}
+    for number, first in enumerate(among):
+        if first in component:
+            continue
+        stack = [first]
+        while stack:
+            table = stack.pop()
+            if table not in component:
+                component[table] = number
+                stack += [n for n in neighbours[table] if n in among]
+    return component
 
 
 def _key(item: SchemaItem) -> tuple[str, ...]:

@@ -8,15 +8,77 @@ from pathlib import Path
 import pytest
 
 from agentrt.embedding import Embedder
-from agentrt.grounding import SchemaIndex
+from agentrt.grounding import NAMED_SCORE, SchemaIndex
 
 from .shop import make_shop
+
+LIBRARY_SCHEMA = """
+CREATE TABLE branches (id INTEGER PRIMARY KEY, name TEXT, city TEXT);
+CREATE TABLE staff (
+    id INTEGER PRIMARY KEY, name TEXT, role TEXT, branch_id INTEGER REFERENCES branches(id)
+);
+CREATE TABLE members (
+    id INTEGER PRIMARY KEY, name TEXT, branch_id INTEGER REFERENCES branches(id)
+);
+CREATE TABLE authors (id INTEGER PRIMARY KEY, name TEXT, city TEXT);
+CREATE TABLE books (
+    id INTEGER PRIMARY KEY, title TEXT, author_id INTEGER REFERENCES authors(id)
+);
+CREATE TABLE copies (
+    id INTEGER PRIMARY KEY,
+    book_id INTEGER REFERENCES books(id),
+    branch_id INTEGER REFERENCES branches(id),
+    condition TEXT
+);
+CREATE TABLE loans (
+    id INTEGER PRIMARY KEY,
+    copy_id INTEGER REFERENCES copies(id),
+    member_id INTEGER REFERENCES members(id),
+    borrowed_on TEXT
+);
+"""
+"""Members reach books only through loans and copies; "Lyon" is both a branch's city and an
+author's."""
+LIBRARY_ROWS: dict[str, list[tuple[object, ...]]] = {
+    "branches": [(1, "Central", "Lyon"), (2, "Harbor", "Leeds")],
+    "staff": [(1, "Rosa Diaz", "Librarian", 1), (2, "Tom Hale", "Porter", 2)],
+    "members": [(1, "Ivy Chen", 1), (2, "Omar Aziz", 2)],
+    "authors": [(1, "Frank Herbert", "Lyon"), (2, "Ursula Le Guin", "Berkeley")],
+    "books": [(1, "Dune", 1), (2, "Earthsea", 2)],
+    "copies": [(1, 1, 1, "Good"), (2, 2, 2, "Worn")],
+    "loans": [(1, 1, 1, "2024-03-01"), (2, 2, 2, "2024-04-02")],
+}
+BORROWED_DUNE = [
+    "loans.member_id",
+    "members.id",
+    "loans.copy_id",
+    "copies.id",
+    "copies.book_id",
+    "books.id",
+]
+"""The keys of the join path members → loans → copies → books."""
+
+
+def make_library(path: Path) -> Path:
+    with sqlite3.connect(path) as connection:
+        connection.executescript(LIBRARY_SCHEMA)
+        for table, rows in LIBRARY_ROWS.items():
+            marks = ", ".join("?" * len(rows[0]))
+            connection.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+    connection.close()
+    return path
 
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> SchemaIndex:
     shop = make_shop(tmp_path_factory.mktemp("grounding") / "shop.sqlite")
     return SchemaIndex.build(shop, embedder, cache=None)
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> SchemaIndex:
+    path = make_library(tmp_path_factory.mktemp("grounding") / "library.sqlite")
+    return SchemaIndex.build(path, embedder, cache=None)
 
 
 class TestIndex:
@@ -151,3 +213,58 @@ class TestGround:
         index = await SchemaIndex.abuild(make_shop(tmp_path / "s.sqlite"), embedder, None)
         grounding = await index.aground("best selling product")
         assert grounding.contains(tables=["sales", "products"])
+
+
+class TestJoinPaths:
+    """Tables and columns chosen along the foreign keys between the tables a question names."""
+
+    def test_the_tables_on_a_join_path_between_two_named_ones_are_chosen(
+        self, library: SchemaIndex
+    ) -> None:
+        """Members and books are three keys apart: loans and copies, which the question does
+        not name, are chosen before any table only similar to it."""
+        grounding = library.ground("Which members borrowed Dune?", tables=4)
+        assert {t.name for t in grounding.tables} == {"members", "books", "loans", "copies"}
+        assert grounding.contains(columns=BORROWED_DUNE, values=["books.title=Dune"])
+
+    def test_join_columns_are_kept_when_the_column_budget_is_tight(
+        self, library: SchemaIndex
+    ) -> None:
+        """Eight slots: the six keys of the path, then the best column of each named table."""
+        grounding = library.ground("Which members borrowed Dune?", tables=4, columns=8)
+        assert len(grounding.columns) == 8
+        assert grounding.contains(columns=[*BORROWED_DUNE, "books.title", "members.name"])
+        assert {f"{c.table}.{c.name}" for c in grounding.columns if c.join} == set(BORROWED_DUNE)
+
+    def test_tables_only_similar_to_the_question_cost_no_join_columns(
+        self, library: SchemaIndex
+    ) -> None:
+        """With every table chosen, the keys of the others do not crowd out those the question
+        needs."""
+        grounding = library.ground("Which members borrowed Dune?", tables=7, columns=8)
+        assert len(grounding.tables) == 7
+        assert grounding.contains(columns=[*BORROWED_DUNE, "books.title", "members.name"])
+        assert {c.table for c in grounding.columns} == {"members", "books", "loans", "copies"}
+
+    def test_a_value_several_tables_hold_anchors_the_one_nearest_the_others(
+        self, library: SchemaIndex
+    ) -> None:
+        """Lyon is a branch's city and an author's: librarians (staff) work in branches."""
+        grounding = library.ground("Which librarians work in Lyon?", tables=2)
+        assert {t.name for t in grounding.tables} == {"staff", "branches"}
+        assert grounding.contains(
+            columns=["staff.branch_id", "branches.id", "staff.role", "branches.city"],
+            values=["staff.role=Librarian", "branches.city=Lyon"],
+        )
+
+    @pytest.mark.parametrize(
+        ("question", "column"),
+        [("Who borrowed the most?", "borrowed_on"), ("copies in poor condition", "condition")],
+    )
+    def test_a_column_named_in_other_words_forms_is_named(
+        self, library: SchemaIndex, question: str, column: str
+    ) -> None:
+        """Names match stemmed, without their stop words: "borrowed" names `borrowed_on`."""
+        grounding = library.ground(question, tables=1)
+        (named,) = [c for c in grounding.columns if c.name == column]
+        assert named.score >= NAMED_SCORE
