@@ -22,10 +22,12 @@ and re-ranks with the structure:
 - a value found lifts its column, and a column lifts its table;
 - tables are chosen greedily, each next one with a bonus when a foreign key joins it to those
   already chosen, and a larger one when it lies on a shortest join path between two chosen
-  anchors that the chosen tables do not connect yet (a bridge), so that the choice tends to
-  be a joinable whole;
+  anchors (a bridge), so that the choice tends to be a joinable whole; when two anchors are
+  joined by several equally short routes, every route that fits comes in, and the SQL writer
+  chooses ("fines per branch": a member's branch, or the branch of the copy lent);
 - columns are chosen within the budget in this order: the keys joining the anchors and
-  bridges (cheap, and required), the best column of each of those tables, then the rest by
+  bridges (cheap, and required), the best column of each anchor and of each bridge that
+  every shortest route crosses, the other columns of those tables by score, then the rest by
   score, where a column of a table not joined yet brings the keys of its join path with it;
 - values are taken from the chosen tables, literal matches first.
 
@@ -357,8 +359,12 @@ class SchemaIndex:
         for key in schema.foreign_keys:
             self._neighbours[key.table].add(key.ref_table)
             self._neighbours[key.ref_table].add(key.table)
-        self._distance = {t.name: self._hops(t.name) for t in schema.tables}
+        self._distance: dict[str, dict[str, int]] = {}
         """Table → table → the fewest foreign keys a join between them crosses."""
+        self._routes: dict[str, dict[str, int]] = {}
+        """Table → table → how many join paths between them are that short."""
+        for table in schema.tables:
+            self._distance[table.name], self._routes[table.name] = self._hops(table.name)
 
     @classmethod
     def build(
@@ -595,10 +601,11 @@ class SchemaIndex:
         bridges: set[str] = set()
         while len(chosen) < min(count, len(table_score)):
             best, best_worth, best_bonus = "", float("-inf"), 0.0
+            pairs = self._anchor_pairs(chosen, anchors)
             for name, base in table_score.items():
                 if name in chosen:
                     continue
-                bonus = self._join_bonus(name, chosen, anchors)
+                bonus = self._join_bonus(name, chosen, anchors, pairs)
                 if base + bonus > best_worth:
                     best, best_worth, best_bonus = name, base + bonus, bonus
             chosen[best] = best_worth
@@ -606,11 +613,19 @@ class SchemaIndex:
                 bridges.add(best)
         return chosen, bridges
 
-    def _join_bonus(self, name: str, chosen: Mapping[str, float], anchors: set[str]) -> float:
+    def _join_bonus(
+        self,
+        name: str,
+        chosen: Mapping[str, float],
+        anchors: set[str],
+        pairs: Sequence[tuple[str, str]],
+    ) -> float:
         """What a candidate table adds by joining the tables already chosen: `JOIN_BONUS` when a
         foreign key joins it to one of them, `BRIDGE_BONUS` more when it lies on a shortest join
         path between two groups of chosen tables that are not joined yet, each holding an
-        anchor (a table the dialogue names)."""
+        anchor (a table the dialogue names), or on another shortest path between two chosen
+        anchors already joined (`pairs`): which of equally short routes a question means is
+        the SQL writer's to choose, when the budget holds them all."""
         if not any(c in self._neighbours[name] for c in chosen):
             return 0.0
         groups: dict[int, set[str]] = defaultdict(set)
@@ -623,7 +638,29 @@ class SchemaIndex:
                 via = self._hops_to(name, first) + self._hops_to(name, second)
                 if gap < len(self._distance) and via == gap:
                     return JOIN_BONUS + BRIDGE_BONUS
+        if any(self._routes_through(name, a, b) for a, b in pairs):
+            return JOIN_BONUS + BRIDGE_BONUS
         return JOIN_BONUS
+
+    def _anchor_pairs(self, chosen: Iterable[str], anchors: set[str]) -> list[tuple[str, str]]:
+        """The pairs of chosen anchors that a join can connect with no other chosen anchor on
+        any shortest path between them: members and books are no such pair when loans (named by
+        "borrowed") lies between them, so a route through the members' branch is no rival."""
+        ends = [t for t in chosen if t in anchors]
+        return [
+            (a, b)
+            for i, a in enumerate(ends)
+            for b in ends[i + 1 :]
+            if b in self._distance[a]
+            and not any(self._routes_through(c, a, b) for c in ends if c not in (a, b))
+        ]
+
+    def _routes_through(self, table: str, a: str, b: str) -> int:
+        """How many of the shortest join paths between `a` and `b` go through `table`."""
+        near = self._distance[a]
+        if table not in near or b not in near or near[table] + self._distance[table][b] > near[b]:
+            return 0
+        return self._routes[a][table] * self._routes[table][b]
 
     def _choose_columns(
         self,
@@ -640,14 +677,16 @@ class SchemaIndex:
         1. the core: the chosen anchors and bridges, or the best table when there is no anchor.
            The keys of shortest join paths (through chosen tables) that connect the core, and
            every key between two core tables: cheap, and required to write the query;
-        2. the best data column (not a key) of each core table that has none yet: the question
-           names an anchor for something, and
-           the bridge of a many-to-many question usually holds what is counted or summed (the
-           quantity of a sale);
-        3. the other columns by score (their own plus a share of their table's); a column of a
-           table not joined yet comes with the keys of the shortest join path to it, or not at
-           all, so the keys of a weakly similar table (at a large `tables`) never crowd out the
-           columns of the tables the question is about;
+        2. the best data column (not a key) of each anchor and of each bridge that every
+           shortest route between two anchors crosses, when it has none yet: the question
+           names an anchor for something, and the bridge of a many-to-many question usually
+           holds what is counted or summed (the quantity of a sale); a bridge on one of
+           several equally short routes may be the route the query does not take;
+        3. the other columns of the core by score (their own plus a share of their table's),
+           then those of the other chosen tables; a column of a table not joined yet comes
+           with the keys of the shortest join path to it, or not at all, so the keys of a
+           table only similar to the question never crowd out the columns of the tables the
+           question is about ("stock clerks in Turin": not a customer's city);
         4. the other keys between grounded tables (a second route between them).
         """
         picked: dict[int, None] = {}
@@ -674,13 +713,19 @@ class SchemaIndex:
             for i in range(self._ranges["column"].start, self._ranges["column"].stop)
             if self.items[i].table in chosen
         }
+        pairs = self._anchor_pairs(chosen, anchors)
         for table in core:
+            if table in bridges and not any(
+                0 < self._routes_through(table, a, b) == self._routes[a][b] for a, b in pairs
+            ):
+                continue
             own = [i for i in worth if self.items[i].table == table and _holds_data(self.items[i])]
             if own and not picked.keys() & own:
                 best = max(own, key=worth.__getitem__)
                 take(self._join_path(table, grounded, chosen), best)
 
-        for i in sorted(worth, key=lambda i: -worth[i]):
+        ranked = sorted(worth, key=lambda i: -worth[i])
+        for i in [i for i in ranked if self.items[i].table in core] + ranked:
             if len(picked) == budget:
                 break
             take(self._join_path(self.items[i].table, grounded, chosen), i)
@@ -732,9 +777,11 @@ class SchemaIndex:
             pair.append(self._position[ref])
         return pair
 
-    def _hops(self, start: str) -> dict[str, int]:
-        """Breadth first over the foreign keys: each table reachable from `start`, by hops."""
+    def _hops(self, start: str) -> tuple[dict[str, int], dict[str, int]]:
+        """Breadth first over the foreign keys: each table reachable from `start`, by hops, and
+        by how many join paths of that length reach it."""
         hops = {start: 0}
+        routes = {start: 1}
         frontier = [start]
         while frontier:
             following = []
@@ -742,9 +789,12 @@ class SchemaIndex:
                 for neighbour in self._neighbours[table]:
                     if neighbour not in hops:
                         hops[neighbour] = hops[table] + 1
+                        routes[neighbour] = 0
                         following.append(neighbour)
+                    if hops[neighbour] == hops[table] + 1:
+                        routes[neighbour] += routes[table]
             frontier = following
-        return hops
+        return hops, routes
 
     def _similarities(
         self, vectors: npt.NDArray[np.float32], weights: Sequence[float]

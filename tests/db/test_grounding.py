@@ -268,3 +268,47 @@ class TestJoinPaths:
         grounding = library.ground(question, tables=1)
         (named,) = [c for c in grounding.columns if c.name == column]
         assert named.score >= NAMED_SCORE
+
+    def test_equally_short_routes_between_anchors_all_come_in_when_they_fit(
+        self, library: SchemaIndex
+    ) -> None:
+        """A loan reaches a branch through its member or through the copy lent, both two keys
+        long: with a spare table slot both routes are grounded and the SQL writer chooses;
+        with none, only the one route."""
+        both = library.ground("How many loans per branch?", tables=4, columns=9)
+        assert {t.name for t in both.tables} == {"branches", "loans", "members", "copies"}
+        assert {f"{c.table}.{c.name}" for c in both.columns if c.join} == {
+            "loans.member_id",
+            "members.id",
+            "members.branch_id",
+            "branches.id",
+            "loans.copy_id",
+            "copies.id",
+            "copies.branch_id",
+        }
+        one = library.ground("How many loans per branch?", tables=3, columns=9)
+        assert {t.name for t in one.tables} == {"branches", "loans", "members"}
+        assert one.contains(columns=["loans.member_id", "members.id", "members.branch_id"])
+
+    def test_a_bridge_on_one_of_several_routes_gets_no_column_ahead_of_the_anchors(
+        self, library: SchemaIndex
+    ) -> None:
+        """Nine slots: the seven keys of both routes, then the anchors' best columns; neither
+        rival bridge (members, copies) is sure to be the route, so neither gets a data column
+        of its own ahead of them."""
+        grounding = library.ground("How many loans per branch?", tables=4, columns=9)
+        data = {f"{c.table}.{c.name}" for c in grounding.columns if not c.join}
+        assert len(data) == 2
+        assert {name.partition(".")[0] for name in data} == {"branches", "loans"}
+
+    def test_the_anchors_columns_come_before_those_of_tables_only_similar(
+        self, library: SchemaIndex
+    ) -> None:
+        """Lyon is also an author's city: with six column slots, the librarians' names come
+        before a column of authors, a table the question is only similar to."""
+        grounding = library.ground("Which librarians work in Lyon?", tables=4, columns=6)
+        assert "authors" in {t.name for t in grounding.tables}
+        assert {c.table for c in grounding.columns} == {"staff", "branches"}
+        assert grounding.contains(
+            columns=["staff.name", "staff.role", "staff.branch_id", "branches.id", "branches.city"]
+        )
