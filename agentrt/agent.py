@@ -370,8 +370,14 @@ class Agent:
         offered = narrow(
             template=template, retrieved=retrieved, safety=strategy.safety, cap=strategy.max_tools
         )
-        # A vm program's steps lean on llm_generate: its planner always has it.
-        builtin = ["finish", "llm_generate"] if strategy.planner == "vm" else ["finish"]
+        # Beside a strategy's own tool that ends the run (`finish_retrieval`), `finish` is a way
+        # to end it without what that tool asks for (cited chunks): offer it only when listed.
+        tools = self.workspace.tools
+        ends_own_way = any(tools[n].ends_run for n in template if n != "finish")
+        builtin = ["finish"] if "finish" in template or not ends_own_way else []
+        if strategy.planner == "vm":
+            # A vm program's steps lean on llm_generate: its planner always has it.
+            builtin.append("llm_generate")
         offered = [t for t in offered if t.name not in builtin]
         return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered]
 

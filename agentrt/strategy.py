@@ -1,9 +1,10 @@
 """Strategies: what to do for each kind of query, kept as YAML data in `strategies/`.
 
 A strategy file is named for the query type it serves (`strategies/aggregate.yaml` serves
-`aggregate`) and gives the planner, the step budget, the tools the model may call and the
-prompt file with its instructions. The classifier chooses among the strategies it finds, so a
-new file is a new query type.
+`aggregate`) and gives the planner, the step budget, the tools the model may call, the
+prompt file with its instructions and, optionally, what the model is told after its tool
+results. The classifier chooses among the strategies it finds, so a new file is a new query
+type.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrt.events import PipelineStep
 from agentrt.exceptions import WorkspaceError
+from agentrt.models.base import TOOL_RESULTS_NUDGE
 
 __all__ = [
     "DagPolicy",
@@ -88,6 +90,8 @@ class Template(BaseModel):
 
 
 class Strategy(BaseModel):
+    """One strategy file: how a run of its query type proceeds, and what the model is offered."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
@@ -102,7 +106,9 @@ class Strategy(BaseModel):
     step_budget: int = Field(gt=0, le=100)
     """Most model turns a run may take."""
     tools: list[str] | Literal["all"] = "all"
-    """The strategy's own tools, always offered; `all` offers every tool of the workspace."""
+    """The strategy's own tools, always offered; `all` offers every tool of the workspace.
+    The built-in `finish` is offered too, unless one of these tools ends the run itself
+    (`finish_retrieval`): then only if listed here."""
     retrieve: int = Field(0, ge=0)
     """Also offer up to this many tools retrieved from the workspace for the query."""
     safety: list[str] = []
@@ -111,6 +117,10 @@ class Strategy(BaseModel):
     """The cap on the tools offered: retrieved tools are dropped, worst first, to keep it."""
     instructions: str
     """The prompt file (in `prompts/`) with this strategy's instructions."""
+    results_nudge: str = Field(TOOL_RESULTS_NUDGE, min_length=1, max_length=500)
+    """What a model that takes tool results as text (the embedded model, a text-mode server) is
+    told after them, at the end of the one user message that lists them: by default, to answer
+    in plain text. A strategy that must end with a tool of its own says so here."""
 
 
 def load_strategies(folder: Path) -> dict[str, Strategy]:

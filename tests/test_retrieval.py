@@ -8,9 +8,18 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import TEST_WORKSPACE, MakeAgent
-from helpers import call, check_stream
+from helpers import call, check_stream, finish, last
 
-from agentrt import NarrowedTool, ToolCallInvalidEvent, ToolsNarrowedEvent, UserError, Workspace
+from agentrt import (
+    Agent,
+    AgentSettings,
+    NarrowedTool,
+    ScriptedModel,
+    ToolCallInvalidEvent,
+    ToolsNarrowedEvent,
+    UserError,
+    Workspace,
+)
 from agentrt.embedding import Embedder, load_embedder
 from agentrt.retrieval import ToolIndex, narrow
 
@@ -154,3 +163,67 @@ class TestNarrowedRun:
         (refused,) = [e for e in events if isinstance(e, ToolCallInvalidEvent)]
         assert "nap" not in {t.name for t in offered.tools}
         assert refused.reason.startswith("There is no tool named 'nap' here.")
+
+
+SUBMIT = '''from agentrt import tool
+
+
+@tool(ends_run=True)
+def submit(answer: str) -> str:
+    """Hand in the answer and end the run.
+
+    Args:
+        answer: The answer.
+    """
+    return answer
+'''
+
+
+class TestFinishOffered:
+    """`finish` is offered beside a strategy's tools unless one of them ends the run itself."""
+
+    @pytest.fixture
+    def ws(self, tmp_path: Path) -> Workspace:
+        """The test workspace with a `submit` tool that ends the run, and strategies using it."""
+        root = Path(shutil.copytree(TEST_WORKSPACE, tmp_path / "ws"))
+        (root / "tools" / "submitting.py").write_text(SUBMIT)
+        (root / "registry" / "tools" / "submitting.yaml").write_text(
+            "- {name: submit, description: Hand in the answer., capabilities: [echo], "
+            "params: [answer]}\n"
+        )
+        for name, tools in [("own_end", "[echo, submit]"), ("both", "[echo, submit, finish]")]:
+            (root / "strategies" / f"{name}.yaml").write_text(
+                f"description: {name}.\nstep_budget: 2\ntools: {tools}\ninstructions: testing.j2\n"
+            )
+        return Workspace(root)
+
+    async def offered(self, ws: Workspace, tmp_path: Path, strategy: str) -> list[str]:
+        agent = Agent(
+            ws,
+            model=ScriptedModel([call("submit", answer="42")]),
+            settings=AgentSettings(trajectory_dir=tmp_path / "trajectories"),
+        )
+        events = [e async for e in agent.run("What is the answer?", strategy=strategy)]
+        check_stream(events)
+        assert (last(events).status, last(events).answer) == ("ok", "42")
+        (narrowed,) = [e for e in events if isinstance(e, ToolsNarrowedEvent)]
+        return [t.name for t in narrowed.tools]
+
+    async def test_not_beside_a_tool_that_ends_the_run(self, ws: Workspace, tmp_path: Path) -> None:
+        assert await self.offered(ws, tmp_path, "own_end") == ["echo", "submit"]
+
+    async def test_kept_when_the_strategy_lists_it(self, ws: Workspace, tmp_path: Path) -> None:
+        assert await self.offered(ws, tmp_path, "both") == ["finish", "echo", "submit"]
+
+    async def test_offered_to_a_strategy_with_no_such_tool(
+        self, ws: Workspace, tmp_path: Path
+    ) -> None:
+        agent = Agent(
+            ws,
+            model=ScriptedModel([finish("42")]),
+            settings=AgentSettings(trajectory_dir=tmp_path / "trajectories"),
+        )
+        events = [e async for e in agent.run("What is the answer?", strategy="direct")]
+        (narrowed,) = [e for e in events if isinstance(e, ToolsNarrowedEvent)]
+        assert narrowed.tools[0] == NarrowedTool(name="finish", source="builtin")
+        assert (last(events).status, last(events).answer) == ("ok", "42")

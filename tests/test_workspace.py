@@ -58,6 +58,14 @@ def test_default_workspace_loads() -> None:
             "description: x\nstep_budget: 2\ninstructions: testing.j2\ntools: [echo, warp]\n",
             "field 'tools': no tool named 'warp' in the workspace",
         ),
+        (
+            'description: x\nstep_budget: 2\ninstructions: testing.j2\nresults_nudge: ""\n',
+            "field 'results_nudge': String should have at least 1 character",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nresults_nudge: [a, b]\n",
+            "field 'results_nudge': Input should be a valid string",
+        ),
         ("description: x\nstep_budget: [1\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping of fields, got list"),
     ],
@@ -68,6 +76,8 @@ def test_default_workspace_loads() -> None:
         "planner",
         "prompt",
         "tool",
+        "nudge-empty",
+        "nudge-not-text",
         "yaml",
         "shape",
     ],

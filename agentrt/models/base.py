@@ -55,6 +55,12 @@ class ToolDefinition(BaseModel):
     parameters: dict[str, Any]
 
 
+TOOL_RESULTS_NUDGE = (
+    "Answer the user's question now, in plain text, using these results; call another tool "
+    "only if something is still missing."
+)
+
+
 class ModelRequest(BaseModel):
     """One model call."""
 
@@ -66,6 +72,9 @@ class ModelRequest(BaseModel):
     purpose: str = "turn"
     """What the call is for (`turn`, `classify`, …); backends may tune sampling by it."""
     max_tokens: int | None = None
+    results_nudge: str = TOOL_RESULTS_NUDGE
+    """What a backend that gives the model tool results as text appends to them (see
+    `text_mode_messages`); a strategy may set its own."""
 
 
 class TextChunk(BaseModel):
@@ -113,18 +122,13 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]: ...
 
 
-TOOL_RESULTS_NUDGE = (
-    "Answer the user's question now, in plain text, using these results; call another tool "
-    "only if something is still missing."
-)
-
-
 def text_mode_messages(messages: list[Message], nudge: str = TOOL_RESULTS_NUDGE) -> list[Message]:
     """The conversation as a model without native tool calling should see it.
 
     Each run of `tool` messages becomes one `user` message listing the results by call and
-    ending with `nudge`: chat templates of small models handle a `tool` role badly or not at
-    all, and a 0.5B model answers the next turn well only when told plainly to answer.
+    ending with `nudge` (what to do next): chat templates of small models handle a `tool` role
+    badly or not at all, and a 0.5B model takes the next turn well only when told plainly what
+    to do with the results.
     """
     out: list[Message] = []
     results: list[str] = []

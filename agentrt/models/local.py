@@ -13,7 +13,8 @@ grammar built from the schema, so its answer always parses.
 Tools reach the model through its own chat template (Qwen's `<tools>` preamble, which it was
 trained on); it writes calls as text — small models write bare or fenced JSON more often than
 `<tool_call>` tags, and the parser takes all three — and gets results back as one user message
-with a nudge to answer (`text_mode_messages`), the form a 0.5B model answers well.
+with a nudge saying what to do next (`text_mode_messages`; by default, to answer), the form a
+0.5B model answers well.
 """
 
 from __future__ import annotations
@@ -128,11 +129,12 @@ class LocalModel:
             verbose=False,
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
-        await self.load()
-        messages = [_as_dict(m) for m in text_mode_messages(request.messages)]
+    def completion_arguments(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments `Llama.create_chat_completion` gets for `request`: the
+        conversation in text mode, sampling, and a grammar or the tools. Needs no weights."""
+        messages = text_mode_messages(request.messages, request.results_nudge)
         kwargs: dict[str, Any] = {
-            "messages": messages,
+            "messages": [_as_dict(m) for m in messages],
             "stream": True,
             "max_tokens": request.max_tokens or self.max_tokens,
             "temperature": self.temperature,
@@ -149,6 +151,11 @@ class LocalModel:
             ]
             # Past a call, small models tend to write the result themselves: stop them there.
             kwargs["stop"] = ["<tool_response>"]
+        return kwargs
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        await self.load()
+        kwargs = self.completion_arguments(request)
         async with self._busy:
             loop = asyncio.get_running_loop()
             queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -171,7 +178,7 @@ class LocalModel:
                 stop.set()
                 with anyio.CancelScope(shield=True):
                     await worker
-            prompt = await anyio.to_thread.run_sync(self._count_tokens, messages)
+            prompt = await anyio.to_thread.run_sync(self._count_tokens, kwargs["messages"])
             yield UsageChunk(usage=Usage(prompt_tokens=prompt, completion_tokens=completion))
 
     def _generate(

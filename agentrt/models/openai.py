@@ -175,7 +175,11 @@ class OpenAIModel:
         await self.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
-        messages = request.messages if self.native_tools else text_mode_messages(request.messages)
+        messages = (
+            request.messages
+            if self.native_tools
+            else text_mode_messages(request.messages, request.results_nudge)
+        )
         body = self._body(request, messages)
         # Servers that send no usage get an estimate: about four characters to a token.
         prompt_estimate = sum(_chars(m) for m in messages) // 4

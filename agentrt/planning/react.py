@@ -173,7 +173,11 @@ class _ReAct:
         ctx.checkpoint()
         ctx.steps = step
         ctx.emit(TurnStartedEvent, step=step)
-        request = ModelRequest(messages=self.messages, tools=self.definitions)
+        request = ModelRequest(
+            messages=self.messages,
+            tools=self.definitions,
+            results_nudge=self.task.strategy.results_nudge,
+        )
         started = time.perf_counter()
         failure: Exception | None = None
         async with asyncio.TaskGroup() as tg:

@@ -16,6 +16,7 @@ from agentrt import (
     Agent,
     AgentSettings,
     Event,
+    LocalModel,
     ModelRequest,
     ScriptedModel,
     ToolCallEvent,
@@ -25,6 +26,7 @@ from agentrt import (
 )
 from agentrt.knowledge.answer import RetrievalResult
 from agentrt.knowledge.search import KnowledgeBase
+from agentrt.models.base import TOOL_RESULTS_NUDGE
 from agentrt.models.scripted import ScriptItem
 
 
@@ -429,3 +431,61 @@ class TestClassification:
         (search, _) = finished(run.trajectory.events)
         assert search.status == "ok"
         assert last(list(run.trajectory.events)).status == "ok"
+
+
+class TestEndingWithFinishRetrieval:
+    """The strategies end with finish_retrieval, and a text-mode model is told so."""
+
+    @pytest.mark.parametrize(
+        ("strategy", "tool", "arguments"),
+        [
+            ("aggregate", "count_items_or_chunks", {}),
+            ("list", "search_items_by_name", {"query": "pairing", "knowledge_bases": ["guides"]}),
+            ("targeted", "search_content", {"query": "E42", "knowledge_base": "support"}),
+            ("exploratory", "search_content", {"query": "battery", "knowledge_base": "guides"}),
+        ],
+    )
+    async def test_no_finish_and_the_strategys_nudge_after_results(
+        self,
+        workspace: Workspace,
+        tmp_path: Path,
+        strategy: str,
+        tool: str,
+        arguments: dict[str, Any],
+    ) -> None:
+        """`finish` is not offered beside finish_retrieval; the results reach the model (the
+        embedded one too) ending with the strategy's nudge, not "answer in plain text"."""
+        agent = make_agent(
+            workspace,
+            tmp_path,
+            [call(tool, **arguments), call("finish_retrieval", answer="Found it.")],
+        )
+        run = await agent.run_to_completion("A question", strategy=strategy)
+        events = list(run.trajectory.events)
+        check_stream(events)
+        # A search may offer page tools too, announced by a later `tools_narrowed`.
+        narrowings = [e for e in events if isinstance(e, ToolsNarrowedEvent)]
+        assert narrowings
+        for narrowed in narrowings:
+            offered = [t.name for t in narrowed.tools]
+            assert "finish" not in offered
+            assert "finish_retrieval" in offered
+        assert [(e.name, e.status) for e in finished(events)] == [
+            (tool, "ok"),
+            ("finish_retrieval", "ok"),
+        ]
+        assert last(events).status == "ok"
+
+        nudge = workspace.strategies[strategy].results_nudge
+        assert "finish_retrieval" in nudge
+        first, after_results = agent.model.requests  # type: ignore[attr-defined]
+        # Nor do the instructions tell the model how to use a `finish` it is not given.
+        assert "`finish`" not in first.messages[0].content
+        assert after_results.results_nudge == nudge
+        gguf = tmp_path / "never-loaded.gguf"
+        gguf.touch()
+        messages = LocalModel(gguf).completion_arguments(after_results)["messages"]
+        assert messages[-1]["role"] == "user"
+        assert messages[-1]["content"].startswith("Results of your tool calls:\n")
+        assert messages[-1]["content"].endswith("\n\n" + nudge)
+        assert TOOL_RESULTS_NUDGE not in messages[-1]["content"]

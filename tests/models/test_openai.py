@@ -286,6 +286,27 @@ class TestTools:
         assert "5" in results
         assert results.endswith(TOOL_RESULTS_NUDGE)
 
+    async def test_text_tool_mode_sends_the_requests_nudge(
+        self, server: FakeServer, make_model: MakeModel
+    ) -> None:
+        """In text mode the folded results end with the request's `results_nudge`, not the
+        default."""
+        server.add(text_reply("ok"))
+        written = call("add", a=2, b=3)
+        request = ModelRequest(
+            messages=[
+                Message(role="user", content="Add 2 and 3"),
+                Message(role="assistant", content=written),
+                Message(role="tool", content="5", tool_call_id="c1", name="add"),
+            ],
+            results_nudge="Call done with the sum.",
+        )
+        await collect(make_model(tool_mode="text"), request)
+        results = server.requests[0].body["messages"][-1]
+        assert results["role"] == "user"
+        assert results["content"].endswith("\n\nCall done with the sum.")
+        assert TOOL_RESULTS_NUDGE not in results["content"]
+
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 

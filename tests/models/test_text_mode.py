@@ -1,0 +1,62 @@
+"""Tool results as a model without native tool calls sees them: one user message that ends with
+the request's nudge (a strategy's `results_nudge`, or the default "answer now")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentrt import LocalModel, Message, ModelRequest
+from agentrt.models.base import TOOL_RESULTS_NUDGE, text_mode_messages
+
+CONVERSATION = [
+    Message(role="system", content="Be brief."),
+    Message(role="user", content="How many guides are there?"),
+    Message(role="assistant", content='{"name": "count", "arguments": {}}'),
+    Message(role="tool", content='{"items": 3}', tool_call_id="c1", name="count", arguments="{}"),
+    Message(role="tool", content='{"chunks": 9}', tool_call_id="c2", name="count"),
+]
+NUDGE = "Now call finish_retrieval with the answer; do not answer in plain text."
+
+
+@pytest.fixture
+def unloaded(tmp_path: Path) -> LocalModel:
+    """A local model over an empty file: building its call arguments never loads weights."""
+    path = tmp_path / "never-loaded.gguf"
+    path.touch()
+    return LocalModel(path, max_tokens=32)
+
+
+class TestTextModeMessages:
+    def test_results_fold_into_one_message_ending_with_the_nudge(self) -> None:
+        """The tool messages become one user message listing each result by call."""
+        out = text_mode_messages(CONVERSATION, NUDGE)
+        assert [m.role for m in out] == ["system", "user", "assistant", "user"]
+        assert out[-1].content == (
+            "Results of your tool calls:\n"
+            '- count {} → {"items": 3}\n'
+            '- count  → {"chunks": 9}\n'
+            "\n" + NUDGE
+        )
+
+    def test_the_default_is_answer_now(self) -> None:
+        """Without a nudge, and on a request that sets none, the results ask for a plain
+        answer, as before strategies could choose."""
+        assert text_mode_messages(CONVERSATION)[-1].content.endswith("\n\n" + TOOL_RESULTS_NUDGE)
+        assert ModelRequest(messages=CONVERSATION).results_nudge == TOOL_RESULTS_NUDGE
+        assert TOOL_RESULTS_NUDGE.startswith("Answer the user's question now, in plain text")
+
+
+class TestLocalModelArguments:
+    def test_the_requests_nudge_reaches_the_chat_messages(self, unloaded: LocalModel) -> None:
+        request = ModelRequest(messages=CONVERSATION, results_nudge=NUDGE)
+        messages = unloaded.completion_arguments(request)["messages"]
+        assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+        assert messages[-1]["content"].endswith("\n\n" + NUDGE)
+        assert TOOL_RESULTS_NUDGE not in messages[-1]["content"]
+
+    def test_default_request(self, unloaded: LocalModel) -> None:
+        arguments = unloaded.completion_arguments(ModelRequest(messages=CONVERSATION))
+        assert arguments["messages"][-1]["content"].endswith("\n\n" + TOOL_RESULTS_NUDGE)
+        assert arguments["max_tokens"] == 32
