@@ -80,6 +80,19 @@ def main() -> None:
     app()
 
 
+def _counting(*, disable: bool = False) -> Progress:
+    """A progress bar on stderr for work counted in items: description, bar, n/total, time."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=disable,
+    )
+
+
 async def _prepare(model: Model) -> None:
     """Load a local model before the run, showing progress: the first use joins its weights."""
     from agentrt.models.local import LocalModel
@@ -291,16 +304,8 @@ def replay(
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
     out = Console(soft_wrap=True, highlight=False)
-    with Progress(
-        TextColumn("replaying"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=len(files) < 2,
-    ) as progress:
-        task = progress.add_task("replay", total=len(files))
+    with _counting(disable=len(files) < 2) as progress:
+        task = progress.add_task("replaying", total=len(files))
         # On one screen, lines printed beside the bar must go through its console, which
         # keeps them above it; piped, they go to stdout as usual.
         lines = progress.console if out.is_terminal and err.is_terminal else out
@@ -432,16 +437,7 @@ def evaluate(
             else:
                 await _prepare(evaluator.models())
                 run_one = evaluator.run
-            progress = stack.enter_context(
-                Progress(
-                    TextColumn("{task.description}"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
-                    console=err,
-                    transient=True,
-                )
-            )
+            progress = stack.enter_context(_counting())
             task = progress.add_task(
                 f"{path.name} · {model} · {backend.value}",
                 total=len(questions),
@@ -680,14 +676,7 @@ def ingest(
             msg = f"workspace {root} declares no contexts: add a {CONTEXTS_FILE}"
             raise UserError(msg)
         kb = KnowledgeBase(config)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
+        with _counting() as progress:
             tasks: dict[str, TaskID] = {}
 
             def advance(stage: str, done: int, total: int) -> None:

@@ -103,12 +103,13 @@ class TestFailures:
         ]
         assert last(events).status == "ok"
 
-    async def test_a_blocked_sync_tool_times_out(self, make_agent: MakeAgent) -> None:
+    async def test_a_blocked_sync_tool_times_out(self, make_agent: MakeAgent, seen: Any) -> None:
         """A sync tool stuck in its thread is abandoned at its timeout; the run goes on."""
-        events = await run(make_agent([call("stuck", seconds=1.0), "gave up"]))
+        events = await run(make_agent([call("stuck", seconds=30), "gave up"]))
         (done,) = of(events, ToolFinishedEvent)
         assert (done.status, done.error) == ("timeout", "stuck did not finish within 0.1 s")
         assert last(events).answer == "gave up"
+        seen.unstuck.set()  # the abandoned thread ends now, not 30 s later
 
     async def test_tool_error_goes_to_the_model(self, make_agent: MakeAgent) -> None:
         """A ToolError's message reaches the model verbatim."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 
 import anyio
@@ -21,6 +20,8 @@ class Seen:
     max_in_flight: int = 0
     counter: int = 0
     scopes: list[object] = field(default_factory=list)
+    unstuck: threading.Event = field(default_factory=threading.Event)
+    """Set by a test to release `stuck` once it has seen the call time out."""
 
 
 seen = Seen()
@@ -110,12 +111,12 @@ async def counter() -> int:
 
 @tool(timeout=0.1)
 def stuck(seconds: float) -> str:
-    """Block a worker thread (times out after 0.1 s).
+    """Block a worker thread until released (times out after 0.1 s).
 
     Args:
-        seconds: How long to block.
+        seconds: How long to block at most, if nothing releases it.
     """
-    time.sleep(seconds)
+    seen.unstuck.wait(seconds)
     return "woke up"
 
 
