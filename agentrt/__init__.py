@@ -16,6 +16,12 @@ from agentrt.agent import (
 from agentrt.agent import (
     RunResult as RunResult,
 )
+from agentrt.catalog.metadata import (
+    CapabilityMap as CapabilityMap,
+)
+from agentrt.catalog.metadata import (
+    ToolMetadata as ToolMetadata,
+)
 from agentrt.events import (
     AskEvent as AskEvent,
 )
@@ -193,26 +199,20 @@ from agentrt.models import (
 from agentrt.models.local import (
     LocalModel as LocalModel,
 )
-from agentrt.registry import (
-    CapabilityMap as CapabilityMap,
+from agentrt.sessions.sqlite import (
+    SqliteSessionStore as SqliteSessionStore,
 )
-from agentrt.registry import (
-    ToolMetadata as ToolMetadata,
-)
-from agentrt.session import (
+from agentrt.sessions.store import (
     Scope as Scope,
 )
-from agentrt.session import (
+from agentrt.sessions.store import (
     Session as Session,
 )
-from agentrt.session import (
+from agentrt.sessions.store import (
     SessionStore as SessionStore,
 )
-from agentrt.session import (
+from agentrt.sessions.store import (
     SessionTool as SessionTool,
-)
-from agentrt.session_db import (
-    SqliteSessionStore as SqliteSessionStore,
 )
 from agentrt.settings import (
     AgentSettings as AgentSettings,
@@ -232,10 +232,10 @@ from agentrt.tool import (
 from agentrt.tool import (
     tool as tool,
 )
-from agentrt.trajectory import (
+from agentrt.trajectory.format import (
     Trajectory as Trajectory,
 )
-from agentrt.trajectory import (
+from agentrt.trajectory.format import (
     TrajectoryHeader as TrajectoryHeader,
 )
 from agentrt.workspace import (

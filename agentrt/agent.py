@@ -23,10 +23,10 @@ from typing import Any
 
 import anyio
 
-from agentrt.builtins import BUILTINS
+from agentrt.catalog.builtins import BUILTINS
+from agentrt.catalog.index import ToolIndex, narrow
+from agentrt.catalog.toolbox import Toolbox
 from agentrt.classify import ClassificationFailed, classify
-from agentrt.context import RunContext
-from agentrt.embedding import load_embedder
 from agentrt.events import (
     ClassifiedEvent,
     Event,
@@ -39,17 +39,22 @@ from agentrt.events import (
 )
 from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
-from agentrt.memory import fit_history
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.models.weights import cache_dir
 from agentrt.planning import PLANNERS, PlannerInput
-from agentrt.retrieval import ToolIndex, narrow
-from agentrt.session import Scope, Session, SessionStore
-from agentrt.session_db import SqliteSessionStore
+from agentrt.run import RunContext
+from agentrt.sessions.history import fit_history
+from agentrt.sessions.sqlite import SqliteSessionStore
+from agentrt.sessions.store import Scope, Session, SessionStore
 from agentrt.settings import AgentSettings
-from agentrt.strategy import Strategy
-from agentrt.toolbox import Toolbox
-from agentrt.trajectory import Trajectory, TrajectoryHeader, TrajectoryWriter, trajectory_path
+from agentrt.strategy import PipelineStrategy, Strategy
+from agentrt.trajectory.format import (
+    Trajectory,
+    TrajectoryHeader,
+    TrajectoryWriter,
+    trajectory_path,
+)
+from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
 
 __all__ = ["Agent", "RunResult"]
@@ -158,7 +163,10 @@ class Agent:
     async def prepare(self) -> None:
         """Do now the set-up that the first run needing it would do: build (or load from the
         cache) the tool index, if any strategy retrieves tools. Servers call it at start-up."""
-        if any(s.retrieve for s in self.workspace.strategies.values()):
+        if any(
+            not isinstance(s, PipelineStrategy) and s.retrieve
+            for s in self.workspace.strategies.values()
+        ):
             await self._tool_index()
 
     def _request(
@@ -358,18 +366,25 @@ class Agent:
         return result.status, result.answer
 
     async def _narrow(self, strategy: Strategy, query: str) -> list[NarrowedTool]:
-        """The tools a run of `strategy` offers for `query` (see `agentrt.retrieval.narrow`)."""
+        """The tools a run of `strategy` offers for `query` (see `agentrt.catalog.index.narrow`)."""
         template = (
             [n for n in self.workspace.tools if n not in BUILTINS]
             if strategy.tools == "all"
             else strategy.tools
         )
-        retrieved: list[tuple[str, float]] = []
-        if strategy.retrieve:
-            retrieved = await self._retrieve([query], strategy.retrieve)
-        offered = narrow(
-            template=template, retrieved=retrieved, safety=strategy.safety, cap=strategy.max_tools
-        )
+        if isinstance(strategy, PipelineStrategy):
+            # The pipeline narrows per requirement itself; the run offers its template.
+            offered = narrow(template=template, retrieved=[], safety=[], cap=len(template))
+        else:
+            retrieved = (
+                await self._retrieve([query], strategy.retrieve) if strategy.retrieve else []
+            )
+            offered = narrow(
+                template=template,
+                retrieved=retrieved,
+                safety=strategy.safety,
+                cap=strategy.max_tools,
+            )
         # Beside a strategy's own tool that ends the run (`finish_retrieval`), `finish` is a way
         # to end it without what that tool asks for (cited chunks): offer it only when listed.
         tools = self.workspace.tools

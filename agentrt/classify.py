@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentrt.context import RunContext
 from agentrt.exceptions import ModelError
 from agentrt.models.base import Message, ModelRequest
+from agentrt.run import RunContext
 from agentrt.strategy import Strategy
 from agentrt.workspace import Workspace
 

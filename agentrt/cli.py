@@ -30,8 +30,9 @@ from rich.progress import (
 from rich.table import Table
 
 from agentrt.agent import Agent
-from agentrt.eval_folder import EvalFolder, EvalIdentity, EvalReport
-from agentrt.evaluation import (
+from agentrt.eval.folder import EvalFolder, EvalIdentity, EvalReport
+from agentrt.eval.ray import ray_runner
+from agentrt.eval.runner import (
     EvalResult,
     EvalSpec,
     EvalSummary,
@@ -39,7 +40,7 @@ from agentrt.evaluation import (
     load_questions,
     summarize,
 )
-from agentrt.evaluation import evaluate as run_questions
+from agentrt.eval.runner import evaluate as run_questions
 from agentrt.events import (
     ClassifiedEvent,
     Event,
@@ -56,10 +57,9 @@ from agentrt.logs import configure_logging
 from agentrt.models.base import Model
 from agentrt.models.spec import MODEL_HELP
 from agentrt.models.spec import load_model as _load_model
-from agentrt.ray_backend import ray_runner
-from agentrt.replay import Outcome, ReplayReport, ToolSource
 from agentrt.settings import AgentSettings
-from agentrt.trajectory import Trajectory
+from agentrt.trajectory.format import Trajectory
+from agentrt.trajectory.replay import Outcome, ReplayReport, ToolSource
 from agentrt.workspace import default_workspace_path
 
 app = typer.Typer(
@@ -295,7 +295,7 @@ def replay(
     report for each whether it replays the same, where it first differs, or why it could not
     be replayed. Exit status 0 when every run is the same, 1 when one differs or could not be
     replayed, 2 on a usage error."""
-    from agentrt.replay import replay_files, trajectory_files
+    from agentrt.trajectory.replay import replay_files, trajectory_files
 
     configure_logging()
     try:
@@ -476,7 +476,7 @@ def evaluate(
 
 def _write_html_report(folder: EvalFolder, report: EvalReport) -> None:
     """Write report.html; without matplotlib, say what is missing and go on."""
-    from agentrt.report import render_report
+    from agentrt.eval.report import render_report
 
     try:
         folder.report_html.write_text(render_report(report), encoding="utf-8")

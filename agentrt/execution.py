@@ -29,7 +29,7 @@ import anyio
 from pydantic import JsonValue, ValidationError
 from pydantic_core import to_jsonable_python
 
-from agentrt.context import RunContext
+from agentrt.catalog.toolbox import Toolbox
 from agentrt.events import (
     GuardEvent,
     ToolCallEvent,
@@ -40,9 +40,9 @@ from agentrt.events import (
 )
 from agentrt.exceptions import ToolError
 from agentrt.parsing import CallPiece, InvalidPiece
-from agentrt.session import Scope
+from agentrt.run import RunContext
+from agentrt.sessions.store import Scope
 from agentrt.tool import Tool, ToolContext
-from agentrt.toolbox import Toolbox
 
 __all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome", "canonical_arguments"]
 

@@ -32,7 +32,7 @@ class AgentSettings(BaseModel):
     another agent over the same file continues them; None keeps them in memory."""
     history_tokens: int = Field(2000, ge=50)
     """Most tokens (estimated) of a session's earlier turns shown to a run: the latest turns
-    whole, the older ones summarised (see `agentrt.memory`)."""
+    whole, the older ones summarised (see `agentrt.sessions.history`)."""
     embedding_model: str | None = None
     """The model tool retrieval embeds with: a hub name found in the local cache, or a path.
     None: BAAI/bge-small-en-v1.5 if available offline, else the packaged all-MiniLM-L6-v2."""

@@ -10,20 +10,24 @@ type.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.events import PipelineStep
 from agentrt.exceptions import WorkspaceError
-from agentrt.models.base import TOOL_RESULTS_NUDGE
 
 __all__ = [
     "DagPolicy",
+    "DagStrategy",
     "PipelinePolicy",
+    "PipelineStrategy",
+    "ReactStrategy",
     "Strategy",
     "Template",
     "VmPolicy",
+    "VmStrategy",
     "load_strategies",
     "load_templates",
 ]
@@ -89,8 +93,8 @@ class Template(BaseModel):
     steps: list[PipelineStep]
 
 
-class Strategy(BaseModel):
-    """One strategy file: how a run of its query type proceeds, and what the model is offered."""
+class _StrategyBase(BaseModel):
+    """What every strategy file gives, whatever its planner."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -98,63 +102,124 @@ class Strategy(BaseModel):
     """The query type this strategy serves: the file's name without `.yaml`."""
     description: str = Field(min_length=1)
     """When to choose it; the classifier reads this."""
-    planner: Literal["react", "dag", "vm", "pipeline"] = "react"
-    """How the run proceeds; the planners are in `agentrt.planning`."""
-    dag: DagPolicy = DagPolicy()
-    vm: VmPolicy = VmPolicy()
-    pipeline: PipelinePolicy = PipelinePolicy()
     step_budget: int = Field(gt=0, le=100)
     """Most model turns a run may take."""
     tools: list[str] | Literal["all"] = "all"
     """The strategy's own tools, always offered; `all` offers every tool of the workspace.
     The built-in `finish` is offered too, unless one of these tools ends the run itself
     (`finish_retrieval`): then only if listed here."""
+    instructions: str
+    """The prompt file (in `prompts/`) with this strategy's instructions."""
+
+
+class _ToolTurns(_StrategyBase):
+    """A strategy whose model calls tools turn by turn (or falls back to doing so): which
+    tools retrieval adds, and what the model is told after their results."""
+
     retrieve: int = Field(0, ge=0)
     """Also offer up to this many tools retrieved from the workspace for the query."""
     safety: list[str] = []
     """Tools offered whatever retrieval finds (they may exceed `max_tools` by two)."""
     max_tools: int = Field(10, ge=1)
     """The cap on the tools offered: retrieved tools are dropped, worst first, to keep it."""
-    instructions: str
-    """The prompt file (in `prompts/`) with this strategy's instructions."""
-    results_nudge: str = Field(TOOL_RESULTS_NUDGE, min_length=1, max_length=500)
+    results_nudge: str | None = Field(None, min_length=1, max_length=500)
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
-    told after them, at the end of the one user message that lists them: by default, to answer
-    in plain text. A strategy that must end with a tool of its own says so here."""
+    told after them, at the end of the one user message that lists them; None keeps the
+    model's default (to answer in plain text). A strategy that must end with a tool of its
+    own says so here."""
+
+
+class ReactStrategy(_ToolTurns):
+    """Stream a turn, run each tool call the moment it closes, repeat."""
+
+    planner: Literal["react"] = "react"
+
+
+class DagStrategy(_ToolTurns):
+    """Plan a graph of tool calls, run each node when its dependencies finish."""
+
+    planner: Literal["dag"]
+    dag: DagPolicy = DagPolicy()
+
+
+class VmStrategy(_ToolTurns):
+    """Write a StackVM program, check it, run it over a variable store."""
+
+    planner: Literal["vm"]
+    vm: VmPolicy = VmPolicy()
+
+
+class PipelineStrategy(_StrategyBase):
+    """Intent, template, requirements, adaptation and a coverage gate, then execution. Its
+    tools are narrowed per requirement (`pipeline.retrieve`), not per query."""
+
+    planner: Literal["pipeline"]
+    pipeline: PipelinePolicy = PipelinePolicy()
+
+
+Strategy = Annotated[
+    ReactStrategy | DagStrategy | VmStrategy | PipelineStrategy, Field(discriminator="planner")
+]
+"""One strategy file: how a run of its query type proceeds, and what the model is offered.
+Its `planner` (default `react`) picks the variant; a field of another planner is an error."""
 
 
 def load_strategies(folder: Path) -> dict[str, Strategy]:
     """Load every `*.yaml` in `folder`; a bad file raises `WorkspaceError` naming file and field."""
-    return {path.stem: _load(path, Strategy) for path in sorted(folder.glob("*.yaml"))}
+    return {path.stem: _load_strategy(path) for path in sorted(folder.glob("*.yaml"))}
 
 
 def load_templates(folder: Path) -> dict[str, Template]:
     """Load every `*.yaml` in `folder` (a workspace's `strategies/templates/`)."""
-    return {path.stem: _load(path, Template) for path in sorted(folder.glob("*.yaml"))}
+    return {path.stem: _load_named(path, Template) for path in sorted(folder.glob("*.yaml"))}
 
 
-M = TypeVar("M", Strategy, Template)
+def _load_strategy(path: Path) -> Strategy:
+    data = _named(path)
+    planner = data.setdefault("planner", "react")
+    variant = _VARIANTS.get(planner) if isinstance(planner, str) else None
+    if variant is None:
+        msg = (
+            f"{path}: field 'planner': Input should be 'react', 'dag', 'vm' or 'pipeline' "
+            f"(got {planner!r})"
+        )
+        raise WorkspaceError(msg)
+    # A field of another planner is named as such: pydantic would call it merely unknown.
+    foreign = {
+        field: [p for p, v in _VARIANTS.items() if field in v.model_fields]
+        for field in data
+        if field not in variant.model_fields
+    }
+    problems = [
+        f"field {field!r} does not apply to the {planner} planner (only to {', '.join(owners)})"
+        for field, owners in foreign.items()
+        if owners
+    ]
+    if problems:
+        msg = f"{path}: {'; '.join(problems)}"
+        raise WorkspaceError(msg)
+    return load_yaml_model(path, variant, data=data)
 
 
-def _load(path: Path, model: type[M]) -> M:
-    import yaml
+def _load_named(path: Path, model: type[Template]) -> Template:
+    return load_yaml_model(path, model, data=_named(path))
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        msg = f"{path}: not valid YAML: {exc}"
-        raise WorkspaceError(msg) from exc
+
+def _named(path: Path) -> dict[str, Any]:
+    """The mapping in `path`, its `name` the file's name (a different one is an error)."""
+    data = load_yaml(path)
     if not isinstance(data, dict):
         msg = f"{path}: expected a mapping of fields, got {type(data).__name__}"
         raise WorkspaceError(msg)
     if "name" in data and data["name"] != path.stem:
         msg = f"{path}: field 'name': {data['name']!r} differs from the file name {path.stem!r}"
         raise WorkspaceError(msg)
-    try:
-        return model.model_validate({**data, "name": path.stem})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()
-        )
-        msg = f"{path}: {problems}"
-        raise WorkspaceError(msg) from None
+    return {**data, "name": path.stem}
+
+
+_VARIANTS: dict[str, type[ReactStrategy | DagStrategy | VmStrategy | PipelineStrategy]] = {
+    "react": ReactStrategy,
+    "dag": DagStrategy,
+    "vm": VmStrategy,
+    "pipeline": PipelineStrategy,
+}

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentrt.exceptions import ToolDefinitionError
 from agentrt.models.base import ModelRequest, ToolDefinition
-from agentrt.session import Scope, SessionTool
+from agentrt.sessions.store import Scope, SessionTool
 
 __all__ = ["Tool", "ToolContext", "tool"]
 

@@ -3,8 +3,8 @@
     my-workspace/
         strategies/*.yaml    one file per query type (see `agentrt.strategy`)
         strategies/templates/*.yaml   plan templates of the `pipeline` planner
-        tools/*.py           tool packs (see `agentrt.catalog`)
-        registry/            tool metadata and the capability map (see `agentrt.registry`)
+        tools/*.py           tool packs (see `agentrt.catalog.packs`)
+        registry/            tool metadata and the capability map (see `agentrt.catalog.metadata`)
         prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
         contexts.yaml        (optional) knowledge bases (see `agentrt.knowledge.contexts`)
 
@@ -21,11 +21,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrt.catalog import ToolCatalog, load_tool_packs
+from agentrt.catalog.metadata import load_registry
+from agentrt.catalog.packs import ToolCatalog, load_tool_packs
 from agentrt.exceptions import WorkspaceError
 from agentrt.knowledge.contexts import KnowledgeConfig, load_knowledge_config
-from agentrt.registry import load_registry
-from agentrt.strategy import Strategy, Template, load_strategies, load_templates
+from agentrt.strategy import (
+    PipelineStrategy,
+    Strategy,
+    Template,
+    load_strategies,
+    load_templates,
+)
 
 if TYPE_CHECKING:
     import jinja2
@@ -94,9 +100,10 @@ class Workspace:
 
         for s in self.strategies.values():
             path = self.root / "strategies" / f"{s.name}.yaml"
+            safety = [] if isinstance(s, PipelineStrategy) else s.safety
             for field, names in (
                 ("tools", [] if s.tools == "all" else s.tools),
-                ("safety", s.safety),
+                ("safety", safety),
             ):
                 missing = [t for t in names if t not in self.tools]
                 if missing:
@@ -106,7 +113,7 @@ class Workspace:
                         f"(it has: {', '.join(self.tools)})"
                     )
                     raise WorkspaceError(msg)
-            if s.retrieve and s.tools == "all":
+            if not isinstance(s, PipelineStrategy) and s.retrieve and s.tools == "all":
                 msg = f"{path}: field 'retrieve': with tools: all, every tool is offered already"
                 raise WorkspaceError(msg)
             try:

@@ -18,7 +18,7 @@ values. DBCopilot reports 94.1 % at (3, 10, 10) and 97.7 % at (5, 10, 10) on Spi
 Latency: one `SchemaIndex.ground` call at (3, 10, 10) per question, after a warm-up: embedding
 the question, the FAISS searches, literal value matching and the re-ranking. Index building
 (embedding every table, column and value) is timed apart; it happens once per schema.
-Everything goes through `agentrt.grounding` with the packaged all-MiniLM-L6-v2 model.
+Everything goes through `agentrt.sql.grounding` with the packaged all-MiniLM-L6-v2 model.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from agentrt.database import quote_identifier
-from agentrt.embedding import load_embedder
-from agentrt.grounding import Grounding, SchemaIndex, normalize_value
 from agentrt.logs import configure_logging
+from agentrt.sql.database import quote_identifier
+from agentrt.sql.grounding import Grounding, SchemaIndex, normalize_value
+from agentrt.vectors.embedder import load_embedder
 
 DATA = Path(__file__).parent / "data" / "grounding"
 SEED = 7

@@ -48,10 +48,10 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from agentrt.embedding import Embedder, load_embedder
+from agentrt.catalog.index import ToolIndex, narrow
+from agentrt.catalog.metadata import CapabilityMap, Registry, ToolMetadata
 from agentrt.logs import configure_logging
-from agentrt.registry import CapabilityMap, Registry, ToolMetadata
-from agentrt.retrieval import ToolIndex, narrow
+from agentrt.vectors.embedder import Embedder, load_embedder
 
 if TYPE_CHECKING:
     import numpy as np

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
-from agentrt.trajectory import FORMAT_VERSION
+from agentrt.trajectory.format import FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "trajectories" / "samples" / f"v{FORMAT_VERSION}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentrt.trajectory import json_schema
+from agentrt.trajectory.format import json_schema
 
 SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "trajectory.schema.json"
 

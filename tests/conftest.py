@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +9,7 @@ import pytest
 
 from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
 from agentrt.models.scripted import ScriptItem
-
-TEST_WORKSPACE = Path(__file__).parent / "workspace"
+from tests.helpers import TEST_WORKSPACE, MakeAgent
 
 
 @pytest.fixture(scope="session")
@@ -24,9 +23,6 @@ def seen(workspace: Workspace) -> Any:
     module = sys.modules[workspace.tools["echo"].fn.__module__]
     module.seen.__init__()
     return module.seen
-
-
-MakeAgent = Callable[..., Agent]
 
 
 @pytest.fixture

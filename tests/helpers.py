@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from agentrt import Event, RunFinishedEvent, TrajectoryHeader
+from agentrt import Agent, Event, RunFinishedEvent, TrajectoryHeader
+
+TEST_WORKSPACE = Path(__file__).parent / "workspace"
+"""The workspace the tests run in: small tools that record what happened to them."""
+
+MakeAgent = Callable[..., Agent]
+"""The `make_agent` fixture: an agent over the test workspace playing scripted turns."""
 
 
 def call(name: str, **arguments: Any) -> str:

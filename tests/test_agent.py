@@ -7,8 +7,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import MakeAgent
-from helpers import call, check_stream, classified, finish, last, types
 
 from agentrt import (
     Event,
@@ -19,6 +17,7 @@ from agentrt import (
     Trajectory,
     UserError,
 )
+from tests.helpers import MakeAgent, call, check_stream, classified, finish, last, types
 
 
 def collapsed(events: list[Event]) -> list[str]:

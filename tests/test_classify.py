@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TEST_WORKSPACE, MakeAgent
-from helpers import classified
 from structlog.testing import capture_logs
 
 from agentrt import ClassifiedEvent, ModelError, ModelRequest, StrategySelectedEvent, Workspace
+from tests.helpers import TEST_WORKSPACE, MakeAgent, classified
 
 
 async def classify_with(

@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from conftest import MakeAgent
-from helpers import call, check_stream, header, last
-
 from agentrt import (
     Event,
     GuardEvent,
@@ -20,10 +17,11 @@ from agentrt import (
     ToolStartedEvent,
     Workspace,
 )
-from agentrt.context import RunContext
+from agentrt.catalog.toolbox import Toolbox
 from agentrt.execution import Executor, PreparedCall
 from agentrt.parsing import CallPiece
-from agentrt.toolbox import Toolbox
+from agentrt.run import RunContext
+from tests.helpers import MakeAgent, call, check_stream, header, last
 
 
 def observations(request: ModelRequest) -> list[tuple[str | None, str]]:

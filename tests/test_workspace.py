@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TEST_WORKSPACE
 
 from agentrt import Workspace, WorkspaceError
 from agentrt.workspace import default_workspace_path
+from tests.helpers import TEST_WORKSPACE
 
 
 @pytest.fixture
@@ -66,6 +66,15 @@ def test_default_workspace_loads() -> None:
             "description: x\nstep_budget: 2\ninstructions: testing.j2\nresults_nudge: [a, b]\n",
             "field 'results_nudge': Input should be a valid string",
         ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nplanner: pipeline\n"
+            "retrieve: 4\n",
+            "field 'retrieve' does not apply to the pipeline planner (only to react, dag, vm)",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nvm: {repairs: 1}\n",
+            "field 'vm' does not apply to the react planner (only to vm)",
+        ),
         ("description: x\nstep_budget: [1\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping of fields, got list"),
     ],
@@ -78,6 +87,8 @@ def test_default_workspace_loads() -> None:
         "tool",
         "nudge-empty",
         "nudge-not-text",
+        "other-planners-field",
+        "policy-of-another-planner",
         "yaml",
         "shape",
     ],

@@ -4,7 +4,7 @@ A search that finds chunks of an item (or, by name, the item) offers, for the re
 session (the run, without one), `get_more_content_from_<item>` (read on from any page) and
 `get_<item>_page_<n>_content`
 for the pages around the hits, so that a follow-up reads adjacent pages without searching
-again. They are session tools (`agentrt.session`): the workspace's `get_more_content` and
+again. They are session tools (`agentrt.sessions.store`): the workspace's `get_more_content` and
 `get_page_content` with the context, the item and the page bound.
 
 `<item>` is a slug of the item's id. Which slug stands for which item is kept in the run's (or
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from agentrt.knowledge.search import Hit, KnowledgeBase
 from agentrt.knowledge.store import ItemRecord
-from agentrt.session import SessionTool
+from agentrt.sessions.store import SessionTool
 from agentrt.tool import ToolContext
 
 __all__ = ["MORE_CONTENT_TOOL", "PAGE_CONTENT_TOOL", "offer_item_tools"]

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from agentrt.embedding import Embedder, load_embedder
 from agentrt.exceptions import ToolError, UserError
 from agentrt.knowledge.contexts import CONTEXTS_FILE, KnowledgeConfig, load_knowledge_config
 from agentrt.knowledge.store import ChunkRecord, ItemRecord, Store, Target, query_terms
 from agentrt.logs import get_logger
-from agentrt.session import Scope
+from agentrt.sessions.store import Scope
+from agentrt.vectors.embedder import Embedder, load_embedder
 
 if TYPE_CHECKING:
     import numpy as np

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from agentrt.knowledge.contexts import ContextSpec
 from agentrt.knowledge.documents import Document
 from agentrt.knowledge.graph import extract
-from agentrt.vectorstore import write_atomic
+from agentrt.vectors.cache import write_atomic
 
 if TYPE_CHECKING:
     import numpy as np

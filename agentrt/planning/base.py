@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agentrt.context import RunContext
+from agentrt.catalog.toolbox import Toolbox
 from agentrt.events import RunStatus
 from agentrt.execution import Executor
 from agentrt.models.base import Message
+from agentrt.run import RunContext
 from agentrt.settings import AgentSettings
 from agentrt.strategy import Strategy
-from agentrt.toolbox import Toolbox
 from agentrt.workspace import Workspace
 
 __all__ = ["Planner", "PlannerInput", "PlannerResult"]

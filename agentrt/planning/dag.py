@@ -46,6 +46,7 @@ from agentrt.parsing.plans import PlanStreamParser
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.react import run_react
 from agentrt.planning.references import ReferenceProblem, references, resolve
+from agentrt.strategy import DagStrategy
 from agentrt.tool import Tool
 
 __all__ = ["plan_levels", "plan_schema", "run_dag", "validate_plan"]
@@ -220,7 +221,9 @@ class _Dag:
     def __init__(self, task: PlannerInput) -> None:
         self.task = task
         self.ctx = task.ctx
-        self.policy = task.strategy.dag
+        strategy = task.strategy
+        assert isinstance(strategy, DagStrategy), strategy.planner
+        self.policy = strategy.dag
         # The plan's tools: `finish` is the joiner's business, not a node's.
         self.tools = {n: t for n, t in task.tools.items() if n != "finish"}
         definitions = [t.definition for t in self.tools.values()]

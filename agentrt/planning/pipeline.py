@@ -26,6 +26,8 @@ from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from agentrt.catalog.index import narrow
+from agentrt.catalog.metadata import Registry
 from agentrt.events import (
     CoverageEvent,
     IntentEvent,
@@ -41,9 +43,7 @@ from agentrt.execution import PreparedCall, ToolOutcome
 from agentrt.models.base import Message, ModelRequest, ToolDefinition
 from agentrt.parsing import CallPiece
 from agentrt.planning.base import PlannerInput, PlannerResult
-from agentrt.registry import Registry
-from agentrt.retrieval import narrow
-from agentrt.strategy import Template
+from agentrt.strategy import PipelineStrategy, Template
 
 __all__ = [
     "Adaptation",
@@ -359,7 +359,9 @@ class _Pipeline:
     def __init__(self, task: PlannerInput) -> None:
         self.task = task
         self.ctx = task.ctx
-        self.policy = task.strategy.pipeline
+        strategy = task.strategy
+        assert isinstance(strategy, PipelineStrategy), strategy.planner
+        self.policy = strategy.pipeline
         self.registry = task.workspace.registry
         self.templates = task.workspace.templates
         self.phase = 0

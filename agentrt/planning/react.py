@@ -30,6 +30,7 @@ from agentrt.events import (
 from agentrt.exceptions import ModelError, StreamInterrupted
 from agentrt.execution import Batch, ToolOutcome, canonical_arguments
 from agentrt.models.base import (
+    TOOL_RESULTS_NUDGE,
     Message,
     ModelChunk,
     ModelRequest,
@@ -46,6 +47,7 @@ from agentrt.parsing import (
     ToolCallParser,
 )
 from agentrt.planning.base import PlannerInput, PlannerResult
+from agentrt.strategy import PipelineStrategy
 
 __all__ = ["run_react"]
 
@@ -173,10 +175,12 @@ class _ReAct:
         ctx.checkpoint()
         ctx.steps = step
         ctx.emit(TurnStartedEvent, step=step)
+        strategy = self.task.strategy
+        nudge = None if isinstance(strategy, PipelineStrategy) else strategy.results_nudge
         request = ModelRequest(
             messages=self.messages,
             tools=self.definitions,
-            results_nudge=self.task.strategy.results_nudge,
+            results_nudge=nudge or TOOL_RESULTS_NUDGE,
         )
         started = time.perf_counter()
         failure: Exception | None = None

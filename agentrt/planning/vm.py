@@ -45,6 +45,7 @@ from agentrt.parsing import CallPiece
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.react import run_react
 from agentrt.planning.references import ReferenceProblem, expressions, references, resolve
+from agentrt.strategy import VmStrategy
 from agentrt.tool import Tool
 
 __all__ = [
@@ -297,7 +298,9 @@ class _Vm:
     def __init__(self, task: PlannerInput) -> None:
         self.task = task
         self.ctx = task.ctx
-        self.policy = task.strategy.vm
+        strategy = task.strategy
+        assert isinstance(strategy, VmStrategy), strategy.planner
+        self.policy = strategy.vm
         self.tools = {n: t for n, t in task.tools.items() if n != "finish"}
         self.definitions: list[ToolDefinition] = [t.definition for t in self.tools.values()]
         self.schema = program_schema(list(self.tools))

@@ -40,7 +40,7 @@ from agentrt.events import (
 from agentrt.logs import get_logger
 from agentrt.server.schemas import RunState, RunSummary
 from agentrt.server.trajectories import find_trajectory
-from agentrt.trajectory import Trajectory
+from agentrt.trajectory.format import Trajectory
 
 __all__ = ["RunHandle", "RunRefused", "RunRegistry"]
 

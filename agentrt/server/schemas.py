@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentrt.events import Event
-from agentrt.trajectory import TrajectoryHeader
+from agentrt.trajectory.format import TrajectoryHeader
 
 __all__ = [
     "ID_PATTERN",

@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from agentrt.events import Event
 from agentrt.server.runs import RunHandle
-from agentrt.trajectory import Trajectory
+from agentrt.trajectory.format import Trajectory
 
 __all__ = [
     "NDJSON",

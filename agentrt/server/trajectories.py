@@ -1,6 +1,6 @@
 """The trajectory files a server knows: those under its agent's trajectory folder.
 
-    <trajectory_dir>/<yyyy-mm-dd>/<run_id>.jsonl     (see `agentrt.trajectory.trajectory_path`)
+    <trajectory_dir>/<yyyy-mm-dd>/<run_id>.jsonl     (`agentrt.trajectory.trajectory_path`)
 
 Run ids reach this module only after matching `ID_PATTERN` (no slash, no leading dot), so a
 lookup never leaves the folder.
@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from agentrt.events import RunFinishedEvent
 from agentrt.server.schemas import ID_PATTERN, RunInfo, TrajectoryFile
-from agentrt.trajectory import Trajectory, TrajectoryHeader
+from agentrt.trajectory.format import Trajectory, TrajectoryHeader
 
 __all__ = ["find_trajectory", "list_trajectories", "read_run"]
 

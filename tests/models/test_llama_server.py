@@ -15,8 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import TEST_WORKSPACE
-from helpers import check_stream
 
 from agentrt import (
     Agent,
@@ -35,6 +33,7 @@ from agentrt import (
 )
 from agentrt.parsing import NativeToolCallAssembler
 from agentrt.parsing.toolcalls import CallPiece
+from tests.helpers import TEST_WORKSPACE, check_stream
 
 
 def _free_port() -> int:

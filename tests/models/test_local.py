@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_WORKSPACE
-from helpers import check_stream
 from pydantic import BaseModel, JsonValue
 
 from agentrt import (
@@ -29,7 +27,8 @@ from agentrt import (
     UserError,
 )
 from agentrt.classify import Classification, classification_schema
-from agentrt.replay import replay
+from agentrt.trajectory.replay import replay
+from tests.helpers import TEST_WORKSPACE, check_stream
 
 
 @pytest.fixture(scope="module")

@@ -15,18 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import call, check_stream, last
-from openai_server import (
-    DONE,
-    Cut,
-    FakeServer,
-    Reply,
-    Stall,
-    chunk,
-    error_reply,
-    text_reply,
-    tool_call_delta,
-)
 from structlog.testing import capture_logs
 
 from agentrt import Agent, AgentSettings, Workspace
@@ -43,6 +31,18 @@ from agentrt.models.base import (
     UsageChunk,
 )
 from agentrt.models.openai import OpenAIModel, OpenAISettings
+from tests.helpers import call, check_stream, last
+from tests.models.openai_server import (
+    DONE,
+    Cut,
+    FakeServer,
+    Reply,
+    Stall,
+    chunk,
+    error_reply,
+    text_reply,
+    tool_call_delta,
+)
 
 MakeModel = Callable[..., OpenAIModel]
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import MakeAgent
-from helpers import check_stream, last
-from plans import finish, node, plan, replan
 
 from agentrt import (
     Event,
@@ -24,6 +21,8 @@ from agentrt import (
     Workspace,
 )
 from agentrt.planning.dag import plan_levels, validate_plan
+from tests.helpers import MakeAgent, check_stream, last
+from tests.planning.plans import finish, node, plan, replan
 
 
 def of(events: list[Event], kind: type[Any]) -> list[Any]:

@@ -9,8 +9,6 @@ from typing import Any, get_args
 
 import anyio
 import pytest
-from analysis_answers import ASKED, INTENT, NO_CHANGE, QUESTION
-from helpers import check_stream, last
 
 from agentrt import (
     Agent,
@@ -37,7 +35,9 @@ from agentrt.planning.pipeline import (
     apply_changes,
     requirement_labels,
 )
-from agentrt.trajectory import trajectory_path
+from agentrt.trajectory.format import trajectory_path
+from tests.analysis_answers import ASKED, INTENT, NO_CHANGE, QUESTION
+from tests.helpers import check_stream, last
 
 
 @pytest.fixture(scope="module")

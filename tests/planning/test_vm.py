@@ -5,10 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import MakeAgent
-from helpers import check_stream, last
-from programs import assign, calling, jmp, program, reasoning, verdict
-
 from agentrt import (
     Event,
     ModelResponseEvent,
@@ -21,6 +17,8 @@ from agentrt import (
     Workspace,
 )
 from agentrt.planning.vm import validate_program
+from tests.helpers import MakeAgent, check_stream, last
+from tests.planning.programs import assign, calling, jmp, program, reasoning, verdict
 
 
 def of(events: list[Event], kind: type[Any]) -> list[Any]:

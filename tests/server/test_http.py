@@ -8,15 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import MakeAgent
-from helpers import call, finish
 from httpx_sse import EventSource, ServerSentEvent, connect_sse
-from serving import LiveServer, outward_address, wait_until
 
 from agentrt import Agent, AgentSettings, ScriptedModel, UserError, Workspace
 from agentrt.server import ServerSettings, check_exposure, create_app
 from agentrt.server.auth import is_loopback
 from agentrt.server.streams import negotiate
+from tests.helpers import MakeAgent, call, finish
+from tests.server.serving import LiveServer, outward_address, wait_until
 
 NAP = {"query": "Take a long nap", "strategy": "exploratory"}
 NDJSON = {"Accept": "application/x-ndjson"}

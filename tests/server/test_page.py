@@ -12,14 +12,13 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from conftest import MakeAgent
-from helpers import call, finish
 from httpx_sse import connect_sse
 from playwright.sync_api import Browser, Page, sync_playwright
-from serving import LiveServer
 
 from agentrt import Agent, Trajectory
 from agentrt.server import ServerSettings, create_app
+from tests.helpers import MakeAgent, call, finish
+from tests.server.serving import LiveServer
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's: Playwright's own browsers cannot be downloaded here
 ARGS = [

@@ -12,10 +12,10 @@ from pathlib import Path
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from serving import LiveServer, PlainModel
 
 from agentrt import Agent, AgentSettings, Workspace
 from agentrt.server import ServerSettings, create_app
+from tests.server.serving import LiveServer, PlainModel
 
 TOKEN = "fuzz-token"
 EXAMPLES = 15

@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from helpers import call
 
 from agentrt import (
     Agent,
@@ -30,6 +29,7 @@ from agentrt import (
     ToolFinishedEvent,
     Workspace,
 )
+from tests.helpers import call
 
 ROOT = Path(__file__).resolve().parents[2]
 SALES = ROOT / "data" / "sales.csv"

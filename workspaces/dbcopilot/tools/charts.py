@@ -5,7 +5,7 @@ They read a table by name from the run's artifacts, where `run_sql` keeps its re
 
 from __future__ import annotations
 
-from agentrt.catalog import load_tool_packs
+from agentrt.catalog.packs import load_tool_packs
 from agentrt.workspace import default_workspace_path
 
 _analysis = {t.name: t for t in load_tool_packs(default_workspace_path() / "tools")}

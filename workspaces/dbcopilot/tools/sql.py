@@ -17,10 +17,10 @@ from typing import Any
 import yaml
 
 from agentrt import ToolContext, ToolError, tool
-from agentrt.embedding import load_embedder
-from agentrt.examples import ExampleSelector, load_examples
-from agentrt.grounding import SchemaIndex
-from agentrt.sqlguard import GuardPolicy, SqlGuard
+from agentrt.sql.examples import ExampleSelector, load_examples
+from agentrt.sql.grounding import SchemaIndex
+from agentrt.sql.guard import GuardPolicy, SqlGuard
+from agentrt.vectors.embedder import load_embedder
 
 WORKSPACE = Path(__file__).resolve().parent.parent
 

@@ -1,0 +1,238 @@
+"""The tool registry: compact metadata for every tool, and the requirement→capability map.
+
+    registry/
+        tools/*.yaml         one file per tool pack: a list of ToolMetadata
+        capabilities.yaml    CapabilityMap: capabilities, aliases, core set, requirements
+        cues.yaml            (optional) words a question must hold for an analysis label
+
+Metadata is data, checked against the live tools when a workspace loads: a tool without
+metadata, metadata without a tool, a param the tool does not take, or a capability the map
+does not know is an error naming both sides. The metadata is what retrieval embeds and what a
+deterministic coverage check reads; it is not what the model sees (that is the tool's schema).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agentrt.catalog.builtins import BUILTINS
+from agentrt.exceptions import WorkspaceError
+from agentrt.tool import Tool
+
+__all__ = ["CapabilityMap", "Registry", "ToolMetadata", "load_registry"]
+
+
+class ToolMetadata(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = Field(min_length=1)
+    """One or two lines: what it does, in the words a request would use."""
+    capabilities: list[str] = Field(min_length=1)
+    """What it can do, in the capability map's vocabulary (or an alias)."""
+    inputs: list[str] = []
+    """Data it consumes (a dataframe handle, a document, …)."""
+    params: list[str] = []
+    """Its key parameters; each must be a parameter of the tool."""
+    outputs: list[str] = []
+    """What it produces (a table, a chart, a number, …)."""
+    tags: list[str] = []
+
+    def document(self) -> str:
+        """The compact text embedded for retrieval."""
+        parts = [
+            f"{self.name}: {self.description}",
+            "capabilities: " + ", ".join(self.capabilities),
+        ]
+        if self.params:
+            parts.append("params: " + ", ".join(self.params))
+        if self.outputs:
+            parts.append("outputs: " + ", ".join(self.outputs))
+        if self.tags:
+            parts.append("tags: " + ", ".join(self.tags))
+        return ". ".join(parts)
+
+
+class CapabilityMap(BaseModel):
+    """Which capabilities satisfy which requirement; versioned, many-to-many."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = Field(ge=1)
+    capabilities: dict[str, str]
+    """Every capability, with what it means."""
+    aliases: dict[str, str] = {}
+    """Other names for capabilities (old or common ones), each to a capability."""
+    core: list[str]
+    """The minimal set a workspace should always cover, so planning never has nothing."""
+    requirements: dict[str, list[str]]
+    """Requirement label → the capabilities any one of which satisfies it."""
+
+    @model_validator(mode="after")
+    def _closed(self) -> CapabilityMap:
+        unknown = [
+            f"{where} {name!r}"
+            for where, names in (
+                ("alias target", self.aliases.values()),
+                ("core capability", self.core),
+                *((f"capability of requirement {r!r}:", c) for r, c in self.requirements.items()),
+            )
+            for name in names
+            if name not in self.capabilities
+        ]
+        if unknown:
+            msg = f"not declared under 'capabilities': {'; '.join(unknown)}"
+            raise ValueError(msg)
+        return self
+
+    def resolve(self, capability: str) -> str | None:
+        """The capability a name stands for (itself, or the alias's target); None if unknown."""
+        if capability in self.capabilities:
+            return capability
+        return self.aliases.get(capability)
+
+    def satisfying(self, requirement: str) -> list[str]:
+        """Capabilities that satisfy a requirement label; KeyError for an unknown label."""
+        return self.requirements[requirement]
+
+
+class Registry:
+    """The metadata of a workspace's tools and its capability map, checked against each other."""
+
+    def __init__(
+        self,
+        tools: Mapping[str, ToolMetadata],
+        capabilities: CapabilityMap,
+        cues: Mapping[str, list[str]] | None = None,
+    ) -> None:
+        self.tools = dict(tools)
+        self.capabilities = capabilities
+        self.cues = dict(cues or {})
+        """Analysis label → words a question must hold for the label to be read into it."""
+        self.fingerprint = hashlib.sha256(
+            "".join(self.tools[n].model_dump_json() for n in sorted(self.tools)).encode()
+            + capabilities.model_dump_json().encode()
+        ).hexdigest()[:16]
+        """Changes whenever any metadata or the map changes."""
+
+    def tools_with(self, capability: str) -> list[str]:
+        """Tools declaring `capability` (or an alias of it)."""
+        return [
+            name
+            for name, meta in self.tools.items()
+            if any(self.capabilities.resolve(c) == capability for c in meta.capabilities)
+        ]
+
+    def serves(self, tool: str, requirement: str) -> bool:
+        """Whether `tool` has a capability that satisfies the requirement label (False for an
+        unknown tool or label)."""
+        meta = self.tools.get(tool)
+        wanted = self.capabilities.requirements.get(requirement)
+        if meta is None or wanted is None:
+            return False
+        return any(self.capabilities.resolve(c) in wanted for c in meta.capabilities)
+
+
+def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
+    """Load `folder` (a workspace's `registry/`) and check it against the live `tools`.
+
+    The engine's built-in tools need no metadata.
+    """
+    import yaml
+
+    capabilities = _load_model(folder / "capabilities.yaml", CapabilityMap, yaml.safe_load)
+    metadata: dict[str, tuple[ToolMetadata, Path]] = {}
+    pack_files = sorted((folder / "tools").glob("*.yaml"))
+    for path in pack_files:
+        entries = _load_yaml(path, yaml.safe_load)
+        if not isinstance(entries, list):
+            msg = f"{path}: expected a list of tool metadata, got {type(entries).__name__}"
+            raise WorkspaceError(msg)
+        for i, entry in enumerate(entries):
+            meta = _validate(path, ToolMetadata, entry, where=f"entry {i}")
+            if meta.name in metadata:
+                msg = f"{path}: metadata for {meta.name!r} is also in {metadata[meta.name][1]}"
+                raise WorkspaceError(msg)
+            metadata[meta.name] = (meta, path)
+
+    for name, tool in tools.items():
+        if name not in BUILTINS and name not in metadata:
+            msg = (
+                f"tool {name!r} ({tool.fn.__module__}) has no metadata in {folder / 'tools'}: "
+                f"add an entry with its description, capabilities and params"
+            )
+            raise WorkspaceError(msg)
+    for name, (meta, path) in metadata.items():
+        live = tools.get(name)
+        if live is None:
+            msg = f"{path}: metadata for {name!r}, but the workspace has no tool of that name"
+            raise WorkspaceError(msg)
+        schema_params = set(live.args_model.model_fields)
+        for param in meta.params:
+            if param not in schema_params:
+                msg = (
+                    f"{path}: {name!r} lists param {param!r}, which tool {name!r} does not "
+                    f"take (it takes: {', '.join(sorted(schema_params)) or 'nothing'})"
+                )
+                raise WorkspaceError(msg)
+        for capability in meta.capabilities:
+            if capabilities.resolve(capability) is None:
+                msg = (
+                    f"{path}: {name!r} has capability {capability!r}, which "
+                    f"{folder / 'capabilities.yaml'} does not declare (nor as an alias)"
+                )
+                raise WorkspaceError(msg)
+    cues: dict[str, list[str]] = {}
+    cues_file = folder / "cues.yaml"
+    if cues_file.is_file():
+        loaded = _load_yaml(cues_file, yaml.safe_load)
+        if not isinstance(loaded, dict) or not all(
+            isinstance(v, list) and all(isinstance(w, str) for w in v) for v in loaded.values()
+        ):
+            msg = f"{cues_file}: expected a mapping of analysis label → list of words"
+            raise WorkspaceError(msg)
+        cues = {str(k): [w.lower() for w in v] for k, v in loaded.items()}
+        for label in cues:
+            if f"analysis.{label}" not in capabilities.requirements:
+                msg = (
+                    f"{cues_file}: cues for {label!r}, but {folder / 'capabilities.yaml'} "
+                    f"has no requirement 'analysis.{label}'"
+                )
+                raise WorkspaceError(msg)
+    metadata_only = {name: meta for name, (meta, _) in metadata.items()}
+    return Registry(metadata_only, capabilities, cues)
+
+
+def _load_yaml(path: Path, load: Any) -> Any:
+    try:
+        return load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        msg = f"{path}: cannot be read: {exc.strerror}"
+        raise WorkspaceError(msg) from None
+    except Exception as exc:  # yaml.YAMLError, without importing yaml at module level
+        msg = f"{path}: not valid YAML: {exc}"
+        raise WorkspaceError(msg) from None
+
+
+def _load_model(path: Path, model: type[CapabilityMap], load: Any) -> CapabilityMap:
+    return _validate(path, model, _load_yaml(path, load), where=None)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validate(path: Path, model: type[M], data: Any, *, where: str | None) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        at = f"{where}: " if where else ""
+        problems = "; ".join(
+            f"field '{'.'.join(map(str, e['loc'])) or '(root)'}': {e['msg']}" for e in exc.errors()
+        )
+        msg = f"{path}: {at}{problems}"
+        raise WorkspaceError(msg) from None

@@ -1,0 +1,103 @@
+"""The tools one run offers: those narrowed for it, and its session's.
+
+It is a mapping of tool name → `Tool`, like the workspace's catalog, but it can grow during the
+run: a tool may create a session tool (see `agentrt.sessions.store`), kept in the session for its
+later runs; and a planner that finds a requirement no offered tool covers may `widen` the set
+with tools a discovery query retrieved. Either way the new tools are offered from the next turn
+on and announced by a fresh `tools_narrowed` event; `version` changes, so planners know to show
+the model the new list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from agentrt.events import NarrowedTool, ToolsNarrowedEvent
+from agentrt.exceptions import ToolDefinitionError, ToolError
+from agentrt.run import RunContext
+from agentrt.sessions.store import Session, SessionTool
+from agentrt.tool import Tool
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox(Mapping[str, Tool]):
+    """
+    :param ctx: the run, to announce changes to
+    :param workspace: every tool of the workspace (session tools are built on these)
+    :param offered: the narrowed set, each with its source and score
+    :param session: where new session tools are kept; None keeps them for this run only
+    """
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        workspace: Mapping[str, Tool],
+        offered: list[NarrowedTool],
+        session: Session | None,
+    ) -> None:
+        self.ctx = ctx
+        self.workspace = workspace
+        self.session = session
+        self.offered = list(offered)
+        self._tools = {t.name: workspace[t.name] for t in offered}
+        self.version = 0
+        if session is not None:
+            for spec in session.tools.values():
+                try:
+                    self._add(spec)
+                except ToolError as exc:
+                    # The workspace changed since the tool was made: the session goes on without.
+                    ctx.log.warning("session tool dropped", tool=spec.name, reason=str(exc))
+        ctx.emit(ToolsNarrowedEvent, tools=self.offered)
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def widen(self, retrieved: list[tuple[str, float]]) -> list[str]:
+        """Also offer these retrieved workspace tools (name, score); return the ones added."""
+        added = [(n, s) for n, s in retrieved if n not in self._tools and n in self.workspace]
+        for name, score in added:
+            self._tools[name] = self.workspace[name]
+            self.offered.append(NarrowedTool(name=name, source="retrieved", score=score))
+        if added:
+            self.version += 1
+            self.ctx.emit(ToolsNarrowedEvent, tools=self.offered)
+        return [n for n, _ in added]
+
+    def add_session_tool(self, spec: SessionTool) -> None:
+        """Offer `spec` from the next turn on, and keep it in the session.
+
+        :raises ToolError: the base tool does not exist, the name is taken, or the fixed
+            arguments do not fit the base tool (the calling tool's model sees the message)
+        """
+        if spec.name in self._tools and not (
+            self.session is not None and spec.name in self.session.tools
+        ):
+            msg = f"cannot add session tool {spec.name!r}: a tool of that name exists"
+            raise ToolError(msg)
+        self._add(spec)
+        if self.session is not None:
+            self.session.tools[spec.name] = spec
+        self.ctx.emit(ToolsNarrowedEvent, tools=self.offered)
+
+    def _add(self, spec: SessionTool) -> None:
+        base = self.workspace.get(spec.base)
+        if base is None:
+            msg = f"cannot add session tool {spec.name!r}: there is no tool {spec.base!r}"
+            raise ToolError(msg)
+        try:
+            tool = base.bind(spec.name, spec.description, spec.bind)
+        except ToolDefinitionError as exc:
+            msg = f"cannot add session tool {spec.name!r}: {exc}"
+            raise ToolError(msg) from None
+        if spec.name not in self._tools:
+            self.offered.append(NarrowedTool(name=spec.name, source="session"))
+        self._tools[spec.name] = tool
+        self.version += 1

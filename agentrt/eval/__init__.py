@@ -1,0 +1,2 @@
+"""Evaluation from trajectories: questions, the runner, metrics and scoring, resumable
+result folders, the HTML report, and the Ray backend."""

@@ -1,0 +1,1 @@
+"""Sessions: the store protocol, its SQLite backend, and the history window a run sees."""

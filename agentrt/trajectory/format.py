@@ -1,0 +1,337 @@
+"""Trajectories: a run's event stream as JSONL, headed by what is needed to reproduce it.
+
+    line 1     TrajectoryHeader   (type "header": model, strategy, tool schema hashes, version…)
+    line 2…    one Event per line, in `seq` order, the last one `run_finished`
+
+The header's `format_version` says how to read the rest. A reader loads every format agentrt
+has written: an older file is upgraded line by line through `UPGRADES`, a newer one refused with
+the version that wrote it. `json_schema()` publishes today's format
+(`schemas/trajectory.schema.json`, rewritten by `scripts/trajectory_schema.py`).
+
+The Markdown rendering is derived from the file, never written separately.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agentrt._version import __version__
+from agentrt.events import (
+    ClassifiedEvent,
+    Event,
+    EventBase,
+    RunFinishedEvent,
+    StrategySelectedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
+    ToolFinishedEvent,
+    TurnStartedEvent,
+    event_adapter,
+)
+from agentrt.logs import get_logger
+
+__all__ = [
+    "FORMAT_VERSION",
+    "UPGRADES",
+    "Trajectory",
+    "TrajectoryHeader",
+    "TrajectoryWriter",
+    "json_schema",
+    "trajectory_path",
+]
+
+FORMAT_VERSION = 1
+"""The format this agentrt writes. Raise it when a change to the header or an event would make
+an older reader misread a file, and add the upgrade from the previous format to `UPGRADES`."""
+
+Lines = list[dict[str, Any]]
+"""A trajectory file as parsed JSON, one object per line, the header first."""
+
+UPGRADES: dict[int, Callable[[Lines], Lines]] = {}
+"""Format N → the function that rewrites a file of format N as format N + 1 (header
+included). Empty while format 1 is the only one agentrt has written."""
+
+log = get_logger("agentrt.trajectory.format")
+
+
+class TrajectoryHeader(BaseModel):
+    type: Literal["header"] = "header"
+    format_version: int = FORMAT_VERSION
+    # A factory, not a default: the published schema must not change with every release.
+    agentrt_version: str = Field(default_factory=lambda: __version__)
+    run_id: str
+    created: datetime
+    query: str
+    session_id: str | None = None
+    model: str
+    workspace: str
+    """The workspace folder the run used."""
+    workspace_fingerprint: str
+    """Hash of the workspace's strategies and tool schemas at the time of the run."""
+    strategy: str | None = None
+    """The strategy chosen; None when the run ended before choosing."""
+    tools: dict[str, str] = {}
+    """The tools offered to the model: name → schema hash."""
+    settings: dict[str, Any] = {}
+
+
+class Trajectory(BaseModel):
+    """A recorded run."""
+
+    header: TrajectoryHeader
+    events: list[Event]
+
+    @classmethod
+    def read(cls, path: str | Path) -> Trajectory:
+        """Load a trajectory file of any format agentrt has written, upgraded to today's.
+
+        :raises ValueError: the file is empty, a line is not what it should be (the message
+            names the file and the line), or a newer agentrt wrote it
+        """
+        path = Path(path)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if not lines:
+            msg = f"{path}: empty file, not a trajectory"
+            raise ValueError(msg)
+        try:
+            stamp = _Stamp.model_validate_json(lines[0])
+        except ValidationError as exc:
+            msg = f"{path}:1: not a trajectory header: {exc.errors()[0]['msg']}"
+            raise ValueError(msg) from None
+        if stamp.format_version > FORMAT_VERSION:
+            msg = (
+                f"{path}: written by agentrt {stamp.agentrt_version}, format "
+                f"{stamp.format_version}; this agentrt ({__version__}) reads up to format "
+                f"{FORMAT_VERSION}: upgrade agentrt to read it"
+            )
+            raise ValueError(msg)
+        if stamp.format_version < FORMAT_VERSION:
+            return cls._from_lines(path, _upgrade(path, lines, stamp.format_version))
+        return cls._from_lines(path, lines)
+
+    @classmethod
+    def _from_lines(cls, path: Path, lines: list[str] | Lines) -> Trajectory:
+        """Validate a file of today's format, given as its text lines or as parsed JSON."""
+
+        def fault(number: int, what: str, exc: ValidationError) -> ValueError:
+            return ValueError(f"{path}:{number}: not {what}: {exc.errors()[0]['msg']}")
+
+        first, rest = lines[0], lines[1:]
+        try:
+            header = (
+                TrajectoryHeader.model_validate_json(first)
+                if isinstance(first, str)
+                else TrajectoryHeader.model_validate(first)
+            )
+        except ValidationError as exc:
+            raise fault(1, "a trajectory header", exc) from None
+        events: list[Event] = []
+        for number, line in enumerate(rest, start=2):
+            try:
+                events.append(
+                    event_adapter.validate_json(line)
+                    if isinstance(line, str)
+                    else event_adapter.validate_python(line)
+                )
+            except ValidationError as exc:
+                raise fault(number, "an event", exc) from None
+        return cls(header=header, events=events)
+
+    @property
+    def finished(self) -> RunFinishedEvent | None:
+        last = self.events[-1] if self.events else None
+        return last if isinstance(last, RunFinishedEvent) else None
+
+    def to_markdown(self) -> str:
+        """A readable account of the run: steps, visible text, tool calls, answer."""
+        h = self.header
+        out = [f"# Run {h.run_id}", "", f"**Query:** {h.query}", ""]
+        end = self.finished
+        status = (
+            f"{end.status} | {end.steps} | {end.usage.total_tokens} | {end.timings.total:.2f}"
+            if end
+            else "unfinished | - | - | -"
+        )
+        out += [
+            "| model | strategy | status | steps | tokens | seconds |",
+            "|---|---|---|---|---|---|",
+            f"| {h.model} | {h.strategy or '-'} | {status} |",
+            "",
+        ]
+        text: list[str] = []
+
+        def flush_text() -> None:
+            if "".join(text).strip():
+                out.extend(["", "".join(text).strip(), ""])
+            text.clear()
+
+        for e in self.events:
+            if isinstance(e, TextDeltaEvent):
+                text.append(e.text)
+                continue
+            flush_text()
+            if isinstance(e, ClassifiedEvent):
+                note = f" ({e.method}: {e.reason})" if e.reason else f" ({e.method})"
+                out.append(f"Classified as **{e.query_type}**{note}.")
+            elif isinstance(e, StrategySelectedEvent):
+                out.append(
+                    f"Strategy **{e.strategy}**: planner `{e.planner}`, budget {e.step_budget}."
+                )
+            elif isinstance(e, TurnStartedEvent):
+                out += ["", f"## Step {e.step}", ""]
+            elif isinstance(e, ToolCallEvent):
+                out.append(f"- call `{e.call_id}` **{e.name}** `{_compact(e.arguments)}`")
+            elif isinstance(e, ToolCallInvalidEvent):
+                out.append(f"- invalid call `{e.call_id}`: {e.reason}")
+            elif isinstance(e, ToolFinishedEvent):
+                result = e.error if e.status != "ok" else _compact(e.output)
+                cached = ", from cache" if e.cached else ""
+                out.append(f"  - `{e.call_id}` {e.status} in {e.duration:.3f} s{cached}: {result}")
+        flush_text()
+        if end is not None:
+            heading = "## Question to the user" if end.status == "needs_input" else "## Answer"
+            out += ["", heading, "", end.answer or f"(none: {end.error or end.status})"]
+            calls = Counter(e.name for e in self.events if isinstance(e, ToolCallEvent))
+            if calls:
+                out += ["", "Tool calls: " + ", ".join(f"{n} × {c}" for n, c in calls.items())]
+        return "\n".join(out) + "\n"
+
+
+class _Stamp(BaseModel):
+    """What a header of any format holds: enough to choose how to read the rest."""
+
+    type: Literal["header"]
+    format_version: int = Field(ge=1)
+    agentrt_version: str = "unknown"
+
+
+def _upgrade(path: Path, text: list[str], version: int) -> Lines:
+    """The lines of a format-`version` file, rewritten step by step as today's format."""
+    lines: Lines = []
+    for number, line in enumerate(text, start=1):
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            msg = f"{path}:{number}: not JSON: {exc}"
+            raise ValueError(msg) from None
+        if not isinstance(value, dict):
+            msg = f"{path}:{number}: not a JSON object"
+            raise ValueError(msg)
+        lines.append(value)
+    while version < FORMAT_VERSION:
+        step = UPGRADES.get(version)
+        if step is None:
+            msg = f"{path}: format {version} is not one agentrt has written (no upgrade from it)"
+            raise ValueError(msg)
+        lines = step(lines)
+        version += 1
+    return lines
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a trajectory file of today's format (`schemas/trajectory.schema.json`).
+
+    JSON Lines has no schema language of its own, so the file is described as the array of its
+    lines: the first (`prefixItems`) a header, every later one (`items`) an event. A line alone
+    validates against `#/$defs/TrajectoryHeader` or `#/$defs/Event`.
+    """
+    ref = "#/$defs/{model}"
+    header = TrajectoryHeader.model_json_schema(ref_template=ref)
+    event = event_adapter.json_schema(ref_template=ref)
+    defs: dict[str, Any] = {**header.pop("$defs", {}), **event.pop("$defs")}
+    defs |= {"TrajectoryHeader": header, "Event": event}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"agentrt trajectory, format {FORMAT_VERSION}",
+        "description": (
+            "A trajectory file is JSON Lines: a header line, then one event per line in seq "
+            "order. This schema describes the file as the JSON array of its lines."
+        ),
+        "type": "array",
+        "minItems": 1,
+        "prefixItems": [{"$ref": "#/$defs/TrajectoryHeader"}],
+        "items": {"$ref": "#/$defs/Event"},
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def _compact(value: object, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more chars)"
+
+
+class TrajectoryWriter:
+    """Buffers a run's events and appends them to its file between turns and at the end.
+
+    Between turns it writes once a second or every 32 events, whichever comes first: a slow
+    run (a real model) is on disk turn by turn, a fast one is not slowed by a write per turn.
+    The file is opened only to append, so a thousand concurrent runs hold no file handles.
+    A failure to write is logged once and recording stops; the run itself goes on.
+    """
+
+    EVERY_SECONDS = 1.0
+    EVERY_EVENTS = 32
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lines: list[bytes] = []
+        self._header_written = False
+        self._broken = False
+        self._last_write = time.monotonic()
+
+    def add(self, event: EventBase) -> None:
+        # The serializer itself, not `model_dump_json`: bytes, and a third less time per event.
+        self._lines.append(event.__pydantic_serializer__.to_json(event))
+
+    def flush_if_due(self, header: TrajectoryHeader) -> None:
+        if (
+            len(self._lines) >= self.EVERY_EVENTS
+            or time.monotonic() - self._last_write >= self.EVERY_SECONDS
+        ):
+            self.flush(header)
+
+    def flush(self, header: TrajectoryHeader) -> None:
+        """Append the buffered events, after `header` if the file is new."""
+        self._last_write = time.monotonic()
+        if self._broken or (self._header_written and not self._lines):
+            return
+        lines = self._lines
+        if not self._header_written:
+            lines = [header.__pydantic_serializer__.to_json(header), *lines]
+        data = b"\n".join(lines) + b"\n"
+        try:
+            try:
+                fd = os.open(self.path, _APPEND)
+            except FileNotFoundError:  # the first run of the day: make its folder
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, _APPEND)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self._broken = True
+            log.warning("trajectory not written", path=str(self.path), error=str(exc))
+            return
+        self._header_written = True
+        self._lines = []
+
+
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+
+
+def trajectory_path(directory: Path, run_id: str) -> Path:
+    """`<directory>/<yyyy-mm-dd>/<run_id>.jsonl`, dated in UTC."""
+    return directory / datetime.now(UTC).strftime("%Y-%m-%d") / f"{run_id}.jsonl"

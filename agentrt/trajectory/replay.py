@@ -1,0 +1,497 @@
+"""Replay: run a recorded trajectory's model outputs through today's code and compare.
+
+Each `model_response` event holds one model call's complete output, so a model built from them
+answers a new run exactly as the model answered the old one. What differs between the two event
+streams is then the code's doing (or a tool's). Recorded answers are handed out per purpose
+(`turn`, `classify`, `llm_generate`, …), each in its recorded order: a tool's own model call
+that runs beside a turn cannot take the turn's answer, and when tools are not run (below) the
+answers their calls got are simply left over.
+
+Tools run live by default. With `tools="recorded"` no tool runs: each call is answered with the
+output or error the recording has for the same tool and arguments (in call order, the same call
+id first), so only the engine is checked, not the tools or the data behind them. A call the
+recording lacks gets an error result, and shows as a difference. What a tool does to the run
+besides its result (a session tool it creates) is not replayed, nor are the model calls a tool
+makes itself (`llm_generate`): recorded answers of a purpose today's run never asks for are
+left out of the comparison.
+
+Compared: every event field except the ones that measure time (`t`, `duration`, `timings`),
+the run id and `seq`, in a canonical order. The model's stream and each tool call run
+concurrently, so how their events interleave depends on timing, not on the code: each call's
+`tool_started` / `guard` / `tool_finished` are placed right after its `tool_call`, and
+consecutive `text_delta` events of a step are joined (how a stream was cut into chunks is the
+transport's business, not the agent's). Paths into a run's own output folder contain its run
+id; both runs' are written `<run>`, so where the files went is no difference either. Paths
+into the workspace are written `<workspace>`, so a replay in another checkout of it (or
+against `workspace=` a copy) compares what the run did, not where the folder is.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import tempfile
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentrt.agent import Agent
+from agentrt.catalog.packs import ToolCatalog
+from agentrt.events import (
+    ClassifiedEvent,
+    Event,
+    GuardEvent,
+    ModelResponseEvent,
+    RunFinishedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+    Usage,
+)
+from agentrt.exceptions import ScriptExhausted, ToolError, UserError
+from agentrt.models.base import ModelRequest
+from agentrt.models.scripted import ScriptedModel, ScriptedTurn
+from agentrt.settings import AgentSettings
+from agentrt.tool import Tool, ToolContext
+from agentrt.trajectory.format import Trajectory
+from agentrt.workspace import Workspace
+
+__all__ = [
+    "Difference",
+    "Outcome",
+    "ReplayReport",
+    "ToolSource",
+    "first_difference",
+    "recorded_model",
+    "recorded_tools",
+    "replay",
+    "replay_files",
+    "trajectory_files",
+]
+
+ToolSource = Literal["live", "recorded"]
+"""Where tool results come from in a replay: today's tools, or the recording."""
+
+Outcome = Literal["same", "differs", "error"]
+"""How one replayed run compares: identical events, a difference, or it could not be replayed."""
+
+_VOLATILE = frozenset({"t", "seq", "run_id", "started_at", "duration", "timings"})
+_CALL_LIFECYCLE = (ToolStartedEvent, GuardEvent, ToolFinishedEvent)
+_CONTEXT = "_replay_context"
+"""The parameter a recorded tool receives its `ToolContext` in: no argument model field can
+start with an underscore, so it never shadows a real argument."""
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """The first place where two runs part ways."""
+
+    index: int
+    """Position in the normalised event lists."""
+    seq: int | None
+    """The recorded event's `seq` (line `seq + 2` of the file); None when the recording ended
+    first."""
+    recorded: dict[str, Any] | None
+    """The event as recorded; None when the recording ended first."""
+    replayed: dict[str, Any] | None
+    """The event of today's run; None when it ended first."""
+
+    def summary(self, limit: int = 80) -> str:
+        """One line: which event, and each field that differs as `recorded → today`."""
+        old, new = self.recorded, self.replayed
+        if old is None or new is None:
+            present = new if old is None else old
+            assert present is not None
+            ended = "the recording" if old is None else "today's run"
+            return f"{ended} ended first; the other has {_label(present)}"
+        if old["type"] != new["type"]:
+            return f"recorded {_label(old)}, today {_label(new)}"
+        changed = [k for k in {**old, **new} if old.get(k) != new.get(k)]
+        fields = "; ".join(
+            f"{k}: {_short(old.get(k), limit)} → {_short(new.get(k), limit)}" for k in changed
+        )
+        return f"{_label(old)}: {fields}"
+
+
+def _label(event: dict[str, Any]) -> str:
+    parts = [event["type"], event.get("name"), event.get("call_id")]
+    return " ".join(str(p) for p in parts if p is not None)
+
+
+def _short(value: object, limit: int) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ReplayReport(BaseModel):
+    """How one trajectory file fared in a replay."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    outcome: Outcome
+    events: int = 0
+    """Events in the recording (0 when it could not be read)."""
+    difference: Difference | None = None
+    """The first difference, when the outcome is `differs`."""
+    error: str | None = None
+    """Why the run could not be replayed, when the outcome is `error`."""
+
+
+def recorded_model(trajectory: Trajectory) -> ScriptedModel:
+    """A model that answers each call as the recorded run's model answered the call of the
+    same purpose at the same place in the order."""
+    answers: dict[str, deque[ScriptedTurn]] = {}
+    for e in trajectory.events:
+        if isinstance(e, ModelResponseEvent):
+            turn = ScriptedTurn(text=e.text, tool_calls=e.tool_calls, usage=e.usage)
+            answers.setdefault(e.purpose, deque()).append(turn)
+    recorded = Counter({purpose: len(turns) for purpose, turns in answers.items()})
+
+    def answer(request: ModelRequest) -> ScriptedTurn:
+        left = answers.get(request.purpose)
+        if not left:
+            msg = (
+                f"the recording has {recorded[request.purpose]} model call(s) for "
+                f"{request.purpose!r}; today's run asks for more"
+            )
+            raise ScriptExhausted(msg)
+        return left.popleft()
+
+    return ScriptedModel([answer] * recorded.total(), name=trajectory.header.model)
+
+
+@dataclass(slots=True)
+class _RecordedCall:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: ToolFinishedEvent
+    used: bool = False
+
+
+class _Recording:
+    """The executed calls of a recording (not those answered from the run's cache), to be
+    handed out once each."""
+
+    def __init__(self, trajectory: Trajectory) -> None:
+        results = {
+            e.call_id: e
+            for e in trajectory.events
+            if isinstance(e, ToolFinishedEvent) and not e.cached
+        }
+        self.calls = [
+            _RecordedCall(e.call_id, e.name, e.arguments, results[e.call_id])
+            for e in trajectory.events
+            if isinstance(e, ToolCallEvent) and e.call_id in results
+        ]
+
+    def take(self, tool: Tool, call_id: str, arguments: Mapping[str, Any]) -> ToolFinishedEvent:
+        """The recorded result of the first unused call of `tool` with these arguments,
+        preferring the one with the same call id.
+
+        :raises ToolError: the recording has no such call
+        """
+        wanted = tool.args_model.model_validate(dict(arguments)).model_dump(mode="json")
+        matches = [c for c in self.calls if not c.used and c.name == tool.name]
+        matches = [c for c in matches if _validated(tool, c.arguments) == wanted]
+        if not matches:
+            given = json.dumps(wanted, ensure_ascii=False, sort_keys=True)
+            msg = f"replay: the recording has no (further) call of {tool.name} with {given}"
+            raise ToolError(msg)
+        chosen = next((c for c in matches if c.call_id == call_id), matches[0])
+        chosen.used = True
+        return chosen.result
+
+
+def _validated(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """Recorded arguments as today's tool would receive them; None if it would refuse them."""
+    try:
+        return tool.args_model.model_validate(arguments).model_dump(mode="json")
+    except ValidationError:
+        return None
+
+
+def _answering(tool: Tool, recording: _Recording) -> Tool:
+    """`tool` as the model sees it (name, schema, timeout, flags), answered from `recording`."""
+
+    async def answer(**arguments: Any) -> Any:
+        context: ToolContext = arguments.pop(_CONTEXT)
+        result = recording.take(tool, context.call_id, arguments)
+        if result.status == "ok":
+            return result.output
+        if result.status == "timeout":
+            # The executor reports a TimeoutError out of a call as that call's timeout, in
+            # the same words as when the limit strikes, without waiting for it.
+            raise TimeoutError
+        if result.status == "cancelled":
+            msg = "replay: the recorded call was cancelled; the recording has no result for it"
+            raise ToolError(msg)
+        raise ToolError(result.error or "")
+
+    return Tool(
+        answer,
+        name=tool.name,
+        description=tool.description,
+        timeout=tool.timeout,
+        split=tool.split,
+        ends_run=tool.ends_run,
+        asks_user=tool.asks_user,
+        cache=tool.cache,
+        args_model=tool.args_model,
+        context_param=_CONTEXT,
+    )
+
+
+class _RecordedCatalog(ToolCatalog):
+    """A catalog whose every tool, built-ins included, answers from a recording."""
+
+    def __init__(self, tools: Mapping[str, Tool], recording: _Recording) -> None:
+        # Not the base initialiser: it would add the live built-ins back.
+        self._tools = {name: _answering(t, recording) for name, t in tools.items()}
+
+
+def recorded_tools(workspace: Workspace, trajectory: Trajectory) -> Workspace:
+    """A view of `workspace` whose tools are not run: each call is answered with the result
+    `trajectory` recorded for it. Strategies, prompts and the registry are the workspace's."""
+    view = copy.copy(workspace)
+    view.tools = _RecordedCatalog(workspace.tools, _Recording(trajectory))
+    return view
+
+
+async def replay(
+    trajectory: Trajectory,
+    *,
+    workspace: str | Path | Workspace | None = None,
+    tools: ToolSource = "live",
+) -> tuple[Trajectory, Difference | None]:
+    """Re-run `trajectory` with its recorded model outputs; return the new run and the first
+    difference, or None when the runs agree.
+
+    :param workspace: defaults to the workspace the trajectory names
+    :param tools: `live` runs today's tools; `recorded` answers each call from the recording
+    :raises UserError: the workspace cannot be loaded, or the recorded settings or strategy
+        do not fit it
+    """
+    header = trajectory.header
+    loaded = (
+        workspace
+        if isinstance(workspace, Workspace)
+        else Workspace(workspace if workspace is not None else header.workspace)
+    )
+    if tools == "recorded":
+        loaded = recorded_tools(loaded, trajectory)
+    forced = next(
+        (
+            e.query_type
+            for e in trajectory.events
+            if isinstance(e, ClassifiedEvent) and e.method == "forced"
+        ),
+        None,
+    )
+    # The replay is recorded in a folder of its own, removed afterwards: the files its tools
+    # write (charts, tables) go beside its trajectory, not into the user's folders. Nor does
+    # it touch the recorded run's session store.
+    with tempfile.TemporaryDirectory(prefix="agentrt-replay-") as scratch:
+        try:
+            settings = AgentSettings.model_validate(
+                {**header.settings, "trajectory_dir": scratch, "session_store": None}
+            )
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(map(str, problem["loc"]))
+            msg = f"the recorded settings do not fit today's agent: {where}: {problem['msg']}"
+            raise UserError(msg) from None
+        model = recorded_model(trajectory)
+        agent = Agent(loaded, model=model, settings=settings)
+        result = await agent.run_to_completion(
+            header.query, session_id=header.session_id, strategy=forced
+        )
+    again = result.trajectory
+    unasked: set[str] = set()
+    if tools == "recorded":
+        asked = {r.purpose for r in model.requests}
+        unasked = {e.purpose for e in trajectory.events if isinstance(e, ModelResponseEvent)}
+        unasked -= asked
+    return again, first_difference(
+        trajectory.events,
+        again.events,
+        run_ids=(header.run_id, again.header.run_id),
+        workspaces=(header.workspace, str(loaded.root)),
+        unasked=unasked,
+    )
+
+
+def first_difference(
+    recorded: list[Event],
+    replayed: list[Event],
+    *,
+    run_ids: Sequence[str] = (),
+    workspaces: Sequence[str] = (),
+    unasked: Collection[str] = (),
+) -> Difference | None:
+    """The first place where the normalised event lists differ, or None.
+
+    :param run_ids: the runs' ids, so that paths into their output folders compare equal
+    :param workspaces: the runs' workspace folders, so that paths into them compare equal
+        (a replay against a workspace that has moved, or another checkout of it)
+    :param unasked: purposes of model calls left out (those only tools made, when tools
+        were not run)
+    """
+    places = _places(run_ids, workspaces)
+    old = _normalise(recorded, places, unasked)
+    new = _normalise(replayed, places, unasked)
+    for index in range(max(len(old), len(new))):
+        seq, a = old[index] if index < len(old) else (None, None)
+        b = new[index][1] if index < len(new) else None
+        if a != b:
+            return Difference(index, seq, a, b)
+    return None
+
+
+def trajectory_files(path: Path) -> list[Path]:
+    """`path` if it is a file; every trajectory under it (recursively, sorted) if a folder.
+
+    In a folder, a `*.jsonl` file whose first line is JSON but not a trajectory header is some
+    other record kept beside the runs (`agentrt eval`'s `results.jsonl`) and is passed over;
+    one whose first line is not JSON at all is kept, to be reported as unreadable.
+
+    :raises UserError: `path` does not exist, or the folder holds no trajectory
+    """
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        msg = f"{path}: no such file or folder"
+        raise UserError(msg)
+    files = sorted(p for p in path.rglob("*.jsonl") if p.is_file() and _may_be_trajectory(p))
+    if not files:
+        msg = f"{path}: no trajectory files (*.jsonl) in this folder"
+        raise UserError(msg)
+    return files
+
+
+def _may_be_trajectory(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as f:
+            first = json.loads(f.readline())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True
+    return not isinstance(first, dict) or first.get("type") == "header"
+
+
+async def replay_files(
+    paths: Sequence[Path],
+    *,
+    workspace: Path | None = None,
+    tools: ToolSource = "live",
+    on_report: Callable[[ReplayReport], None] | None = None,
+) -> list[ReplayReport]:
+    """Replay each file in turn and report how it fared; a file that cannot be read or
+    replayed is reported as an `error`, and the others still run.
+
+    One at a time, on purpose: live tools may share state between runs (a database, a
+    counter), which concurrent replays would make differ by timing.
+
+    :param workspace: replay every file against this workspace instead of the recorded one
+    :param on_report: called as each file is done (a progress bar)
+    """
+    loaded: dict[str, Workspace] = {}
+    reports: list[ReplayReport] = []
+    for path in paths:
+        report = await _replay_file(path, workspace, tools, loaded)
+        reports.append(report)
+        if on_report is not None:
+            on_report(report)
+    return reports
+
+
+async def _replay_file(
+    path: Path, workspace: Path | None, tools: ToolSource, loaded: dict[str, Workspace]
+) -> ReplayReport:
+    try:
+        trajectory = Trajectory.read(path)
+        root = str(workspace if workspace is not None else trajectory.header.workspace)
+        if root not in loaded:
+            loaded[root] = Workspace(root)
+        _, difference = await replay(trajectory, workspace=loaded[root], tools=tools)
+    except (OSError, ValueError, UserError) as exc:
+        return ReplayReport(path=str(path), outcome="error", error=str(exc))
+    return ReplayReport(
+        path=str(path),
+        outcome="same" if difference is None else "differs",
+        events=len(trajectory.events),
+        difference=difference,
+    )
+
+
+def _places(run_ids: Sequence[str], workspaces: Sequence[str]) -> re.Pattern[str] | None:
+    """Paths that name where a run was, not what it did: into a run's output folder (up to and
+    including its id), and a workspace folder (the longest first)."""
+    alternatives = [r"(?P<run>\S*(?:" + "|".join(map(re.escape, run_ids)) + "))"] if run_ids else []
+    if workspaces:
+        roots = sorted({w.rstrip("/") for w in workspaces if w}, key=len, reverse=True)
+        alternatives.append("(?P<workspace>" + "|".join(map(re.escape, roots)) + ")")
+    return re.compile("|".join(alternatives)) if alternatives else None
+
+
+def _normalise(
+    events: list[Event], places: re.Pattern[str] | None, unasked: Collection[str]
+) -> list[tuple[int, dict[str, Any]]]:
+    """The events to compare, each with its `seq`, in the canonical order (module docstring)."""
+    lifecycle: dict[str, list[Event]] = {}
+    for e in events:
+        if isinstance(e, _CALL_LIFECYCLE):
+            lifecycle.setdefault(e.call_id, []).append(e)
+    out: list[tuple[int, dict[str, Any]]] = []
+    left_out = Usage()
+    for e in events:
+        if isinstance(e, ModelResponseEvent) and e.purpose in unasked:
+            left_out += e.usage
+            continue
+        if isinstance(e, _CALL_LIFECYCLE):
+            continue
+        if isinstance(e, RunFinishedEvent) and left_out.total_tokens:
+            # The run's usage counts the calls left out, too.
+            usage = Usage(
+                prompt_tokens=e.usage.prompt_tokens - left_out.prompt_tokens,
+                completion_tokens=e.usage.completion_tokens - left_out.completion_tokens,
+            )
+            e = e.model_copy(update={"usage": usage})
+        if (
+            isinstance(e, TextDeltaEvent)
+            and out
+            and out[-1][1]["type"] == "text_delta"
+            and out[-1][1]["step"] == e.step
+        ):
+            out[-1][1]["text"] += e.text
+            continue
+        out.append((e.seq, _strip(e.model_dump(mode="json"))))
+        if isinstance(e, ToolCallEvent):
+            out.extend(
+                (x.seq, _strip(x.model_dump(mode="json"))) for x in lifecycle.pop(e.call_id, [])
+            )
+    return [(seq, _rewrite(x, places)) for seq, x in out] if places is not None else out
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _rewrite(value: Any, places: re.Pattern[str]) -> Any:
+    if isinstance(value, str):
+        return places.sub(lambda m: f"<{m.lastgroup}>", value)
+    if isinstance(value, dict):
+        return {k: _rewrite(v, places) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rewrite(v, places) for v in value]
+    return value

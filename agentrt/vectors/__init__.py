@@ -1,0 +1,1 @@
+"""Vectors: the sentence-transformers embedder and the on-disk embedding cache."""

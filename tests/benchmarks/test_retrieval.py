@@ -1,0 +1,136 @@
+"""benchmarks/retrieval.py runs, and its labelled data is well-formed. Its numbers are read by
+people, never asserted here."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+
+from agentrt.catalog.metadata import CapabilityMap, ToolMetadata
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+DATA = BENCHMARKS / "data" / "retrieval"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    """benchmarks/retrieval.py as a module (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "retrieval_benchmark", BENCHMARKS / "retrieval.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look their module up in sys.modules while the class body runs.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def raw_tools() -> list[tuple[str, dict[str, object]]]:
+    return [
+        (path.stem, entry)
+        for path in sorted((DATA / "tools").glob("*.yaml"))
+        for entry in yaml.safe_load(path.read_text(encoding="utf-8"))
+    ]
+
+
+class TestLabelledData:
+    """Checked from the files themselves, not through the benchmark's loader."""
+
+    def test_the_catalog(self) -> None:
+        capabilities = CapabilityMap.model_validate(
+            yaml.safe_load((DATA / "capabilities.yaml").read_text(encoding="utf-8"))
+        )
+        tools = [ToolMetadata.model_validate(entry) for _, entry in raw_tools()]
+        names = Counter(t.name for t in tools)
+        assert [n for n, count in names.items() if count > 1] == []
+        assert len(names) >= 300
+        assert len({domain for domain, _ in raw_tools()}) >= 15
+        for tool in tools:
+            assert tool.params, tool.name
+            for capability in tool.capabilities:
+                assert capabilities.resolve(capability) is not None, (tool.name, capability)
+
+    def test_the_queries(self) -> None:
+        names = {entry["name"] for _, entry in raw_tools()}
+        queries = yaml.safe_load((DATA / "queries.yaml").read_text(encoding="utf-8"))
+        assert len(queries) >= 100
+        texts = [q["query"] for q in queries]
+        assert len(set(texts)) == len(texts)
+        for query in queries:
+            assert set(query) == {"query", "gold"}
+            assert isinstance(query["query"], str)
+            assert query["query"].strip()
+            assert 1 <= len(query["gold"]) <= 3, query
+            assert len(set(query["gold"])) == len(query["gold"]), query
+            assert set(query["gold"]) <= names, query
+
+    def test_the_benchmark_loads_it(self, bench: ModuleType) -> None:
+        labelled = bench.load_labelled()
+        assert len(labelled.tools) == len(raw_tools())
+        assert set(labelled.domain.values()) <= set(bench.VENDORS)
+
+
+class TestScaleCatalog:
+    def test_deterministic_and_well_formed(self, bench: ModuleType) -> None:
+        labelled = bench.load_labelled()
+        tools, variant_of = bench.scale_catalog(labelled, 3000, seed=4)
+        assert len(tools) == 3000
+        assert set(tools) == set(variant_of)
+        assert all(name == tools[name].name for name in tools)
+        # Every labelled tool is in it unchanged; every other tool is a variant of one of them.
+        assert all(tools[name] == meta for name, meta in labelled.tools.items())
+        assert set(variant_of.values()) == set(labelled.tools)
+        again, _ = bench.scale_catalog(labelled, 3000, seed=4)
+        assert again == tools
+        other, _ = bench.scale_catalog(labelled, 3000, seed=5)
+        assert other != tools
+
+    def test_variants_are_reworded(self, bench: ModuleType) -> None:
+        labelled = bench.load_labelled()
+        tools, variant_of = bench.scale_catalog(labelled, 3000, seed=4)
+        variants = [n for n, base in variant_of.items() if n != base]
+        assert all(
+            tools[n].description != labelled.tools[variant_of[n]].description for n in variants
+        )
+
+
+def test_quick_run_prints_the_table() -> None:
+    """`--quick` runs the real code paths end to end and prints every row of the table."""
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "retrieval.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for row in (
+        "labelled set",
+        "recall@1 ",
+        "recall@5 ",
+        "recall@10 ",
+        "MRR@10",
+        "recall@1, 600 tools",
+        "(a) search + narrow, p50",
+        "(a) search + narrow, p99",
+        "(b) embed + search + narrow, p50",
+        "(b) embed + search + narrow, p99",
+        "the embedding alone, p50",
+        "index build, cold",
+        "embedding model",
+    ):
+        assert row in out, row
+    # Not timings: what the cache must do, whatever the machine.
+    assert "embedded 600" in out
+    assert "embeds 0 ✓" in out
+    assert "embeds 1 ✓" in out

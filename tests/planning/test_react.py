@@ -1,0 +1,189 @@
+"""The react planner: calls start while the model still streams; every call format works."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrt import (
+    Event,
+    GuardEvent,
+    ModelErrorEvent,
+    ModelResponseEvent,
+    NativeToolCall,
+    RequestRejected,
+    ScriptedTurn,
+    StreamInterrupted,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+    TurnStartedEvent,
+    Usage,
+)
+from tests.helpers import MakeAgent, call, check_stream, finish, last
+
+
+async def run(agent: Any) -> list[Event]:
+    events = [e async for e in agent.run("Go", strategy="exploratory")]
+    check_stream(events)
+    return events
+
+
+def of(events: list[Event], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+class TestIncrementalDispatch:
+    async def test_tool_starts_before_the_turn_ends(self, make_agent: MakeAgent) -> None:
+        """A call closed early in a slowly streamed turn starts, and even finishes, while the
+        model is still writing the rest of the turn."""
+        tail = " ".join(["more words after the call"] * 6)
+        agent = make_agent([call("add", a=1, b=2) + " " + tail, "3"], token_delay=0.01)
+        events = await run(agent)
+        started = of(events, ToolStartedEvent)[0]
+        finished = of(events, ToolFinishedEvent)[0]
+        turn_end = of(events, ModelResponseEvent)[0]
+        later_text = [e for e in of(events, TextDeltaEvent) if e.step == 1][-1]
+        assert started.seq < finished.seq < later_text.seq < turn_end.seq
+        assert started.t < turn_end.t
+
+    async def test_visible_text_excludes_calls(self, make_agent: MakeAgent) -> None:
+        """Text deltas carry what the user should read, never the call markup."""
+        agent = make_agent(["Let me add. " + call("add", a=1, b=2) + " Done.", "3"])
+        events = await run(agent)
+        text = "".join(e.text for e in of(events, TextDeltaEvent) if e.step == 1)
+        assert text == "Let me add.  Done."
+        # The model's own record keeps the raw text, markup included (replay needs it).
+        assert "<tool_call>" in of(events, ModelResponseEvent)[0].text
+
+
+class TestFormats:
+    async def test_tag_with_split(self, make_agent: MakeAgent) -> None:
+        """`<search>a|b</search>` becomes two parallel calls of a tool that declares split."""
+        agent = make_agent(["<search>capital of France|capital of Germany</search>", "ok"])
+        events = await run(agent)
+        calls = [(e.name, e.arguments, e.format) for e in of(events, ToolCallEvent)]
+        assert calls == [
+            ("search", {"query": "capital of France"}, "tag"),
+            ("search", {"query": "capital of Germany"}, "tag"),
+        ]
+        assert [e.output for e in of(events, ToolFinishedEvent)] == [
+            "results for capital of France",
+            "results for capital of Germany",
+        ]
+
+    async def test_bare_and_fenced_json(self, make_agent: MakeAgent) -> None:
+        """Small models write bare JSON, sometimes fenced: both are calls."""
+        turn = (
+            '{"name": "add", "arguments": {"a": 1, "b": 1}}\n'
+            '```json\n{"tool": "add", "args": {"a": 2, "b": 2}}\n```\n'
+        )
+        events = await run(make_agent([turn, "ok"]))
+        calls = [(e.arguments, e.format) for e in of(events, ToolCallEvent)]
+        assert calls == [({"a": 1, "b": 1}, "json"), ({"a": 2, "b": 2}, "json")]
+        assert "".join(e.text for e in of(events, TextDeltaEvent) if e.step == 1).strip() == ""
+
+    async def test_native_tool_calls(self, make_agent: MakeAgent) -> None:
+        """OpenAI-native tool calls run, keep the server's ids, and are answered by id."""
+        turn = ScriptedTurn(
+            tool_calls=[
+                NativeToolCall(id="call_abc", name="add", arguments='{"a": 20, "b": 22}'),
+                NativeToolCall(id="call_def", name="echo", arguments='{"text": "hi"}'),
+            ]
+        )
+        agent = make_agent([turn, "42"])
+        events = await run(agent)
+        calls = [(e.call_id, e.name, e.format) for e in of(events, ToolCallEvent)]
+        assert calls == [("call_abc", "add", "native"), ("call_def", "echo", "native")]
+        second = agent.model.requests[1]
+        assistant = second.messages[-3]
+        assert [c.id for c in assistant.tool_calls] == ["call_abc", "call_def"]
+        assert [(m.tool_call_id, m.content) for m in second.messages[-2:]] == [
+            ("call_abc", "42"),
+            ("call_def", "hi"),
+        ]
+        assert last(events).answer == "42"
+
+    async def test_empty_reply_is_nudged(self, make_agent: MakeAgent) -> None:
+        """An empty turn is not taken as an answer: the model is asked again."""
+        agent = make_agent(["", "Here it is."])
+        events = await run(agent)
+        assert (last(events).answer, last(events).steps) == ("Here it is.", 2)
+        assert agent.model.requests[1].messages[-1].content.startswith("Your last reply was empty.")
+
+
+class TestEarlyFinish:
+    async def test_finish_beside_other_calls_is_refused(self, make_agent: MakeAgent) -> None:
+        """A finish written in the same turn as other calls comes before their results: it is
+        refused with a guard event, and the model answers from the results next turn."""
+        agent = make_agent([call("add", a=20, b=22) + finish("41, I guess"), finish("42")])
+        events = await run(agent)
+        (guard,) = of(events, GuardEvent)
+        assert (guard.kind, guard.call_id) == ("early_finish", "call_1_2")
+        assert guard.detail == "finish came in the same turn as add, before their results"
+        observed = [m.content for m in agent.model.requests[1].messages if m.role == "tool"]
+        assert observed[0] == "42"
+        assert observed[1].startswith("Not finished: you called finish in the same reply")
+        assert (last(events).answer, last(events).steps) == ("42", 2)
+
+
+class TestRepetition:
+    async def test_a_call_repeated_in_one_turn_cuts_the_answer(self, make_agent: MakeAgent) -> None:
+        """A model that writes the same call twice in one turn is looping: the repeat is not
+        run, a guard event says so, and the rest of its answer is not read."""
+        looping = call("add", a=1, b=2) + call("echo", text="x") + call("add", a=1, b=2) * 5
+        agent = make_agent([looping, "3"], token_delay=0.001)
+        events = await run(agent)
+        (guard,) = of(events, GuardEvent)
+        assert (guard.kind, guard.call_id) == ("repetition", "call_1_3")
+        assert [e.name for e in of(events, ToolCallEvent)] == ["add", "echo"]
+        # The recorded answer stops with the chunk where it was cut: replay sees the same.
+        (first,) = [e for e in of(events, ModelResponseEvent) if e.step == 1]
+        assert first.text.count("</tool_call>") == 3
+        assert last(events).answer == "3"
+
+
+class TestModelFailures:
+    async def test_broken_stream_retries_the_turn_once(self, make_agent: MakeAgent) -> None:
+        """A stream that breaks mid-answer ends the attempt with a model_error event; the turn
+        is asked again; the half-written call is never run, the finished one is not re-run."""
+        broken = ScriptedTurn(
+            text=call("add", a=1, b=2) + ' <tool_call>{"name": "echo", "argu',
+            error=StreamInterrupted("connection closed mid-answer"),
+        )
+        retry = call("add", a=1, b=2) + call("echo", text="hi")
+        # Streamed slowly, so that the first attempt's add finishes before the break.
+        agent = make_agent([broken, retry, "3"], token_delay=0.01)
+        events = await run(agent)
+        (err,) = of(events, ModelErrorEvent)
+        assert (err.step, err.retrying) == (1, True)
+        assert err.error == "StreamInterrupted: connection closed mid-answer"
+        assert [e.step for e in of(events, TurnStartedEvent)] == [1, 1, 2]
+        # The first attempt's complete call ran; the retry's identical call is served from the
+        # cache; the half-written echo call of the broken attempt never ran.
+        finished = [(e.name, e.cached) for e in of(events, ToolFinishedEvent)]
+        assert sorted(finished) == [("add", False), ("add", True), ("echo", False)]
+        assert (last(events).status, last(events).answer) == ("ok", "3")
+
+    async def test_a_second_break_ends_the_run(self, make_agent: MakeAgent) -> None:
+        """The retry is bounded: a second break ends the run with status error."""
+        broken = ScriptedTurn(text="Working", error=StreamInterrupted("reset"))
+        events = await run(make_agent([broken, broken]))
+        assert [e.retrying for e in of(events, ModelErrorEvent)] == [True, False]
+        assert (last(events).status, last(events).error) == ("error", "StreamInterrupted: reset")
+
+    async def test_a_rejected_request_is_not_retried(self, make_agent: MakeAgent) -> None:
+        """A refusal (a 4xx) is final at once."""
+        rejected = ScriptedTurn(error=RequestRejected("400: context length exceeded"))
+        events = await run(make_agent([rejected]))
+        assert [e.retrying for e in of(events, ModelErrorEvent)] == [False]
+        assert last(events).error == "RequestRejected: 400: context length exceeded"
+
+    async def test_token_budget(self, make_agent: MakeAgent) -> None:
+        """A run past its token budget ends budget_exhausted after the turn that crossed it."""
+        heavy = ScriptedTurn(
+            text=call("add", a=1, b=1), usage=Usage(prompt_tokens=900, completion_tokens=200)
+        )
+        events = await run(make_agent([heavy, heavy, "2"], token_budget=1000))
+        end = last(events)
+        assert (end.status, end.steps, end.usage.total_tokens) == ("budget_exhausted", 1, 1100)

@@ -1,0 +1,235 @@
+"""Session tools: made by a tool during a run, offered for the rest of the session only."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrt import (
+    Agent,
+    AgentSettings,
+    Event,
+    ModelChunk,
+    ModelRequest,
+    NarrowedTool,
+    ScriptedModel,
+    Session,
+    SessionTool,
+    TextChunk,
+    ToolCallInvalidEvent,
+    ToolError,
+    ToolFinishedEvent,
+    ToolsNarrowedEvent,
+    Usage,
+    UsageChunk,
+    UserError,
+    Workspace,
+)
+from agentrt.catalog.toolbox import Toolbox
+from agentrt.run import RunContext
+from tests.helpers import MakeAgent, call, check_stream, header, last
+
+
+class BySession:
+    """A model that answers from the request alone, so that concurrent runs of one agent can
+    share it: open the item named by the question, read one's own and the other's, finish."""
+
+    native_tools = False
+    name = "by-session"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        own = next(m.content for m in request.messages if m.role == "user")
+        other = "beta" if own == "alpha" else "alpha"
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        text = [
+            call("open_item", item=own),
+            call(f"read_{own}") + call(f"read_{other}"),
+            "ok",
+        ][turn]
+        for word in text.split(" "):
+            await asyncio.sleep(0.001)  # interleave the two runs
+            yield TextChunk(text=word + " ")
+        yield UsageChunk(usage=Usage())
+
+
+def of(events: list[Event], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def offered(event: ToolsNarrowedEvent) -> dict[str, str]:
+    return {t.name: t.source for t in event.tools}
+
+
+class TestWithinARun:
+    async def test_a_tool_made_in_one_turn_is_called_in_the_next(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """open_item makes read_report; the next turn offers it (a second tools_narrowed event
+        says so), and calling it runs read_page with the bound item."""
+        agent = make_agent([call("open_item", item="report"), call("read_report", page=2), "ok"])
+        events = [e async for e in agent.run("Open the report", strategy="exploratory")]
+        check_stream(events)
+        before, after = of(events, ToolsNarrowedEvent)
+        assert "read_report" not in offered(before)
+        assert offered(after)["read_report"] == "session"
+        outputs = [e.output for e in of(events, ToolFinishedEvent)]
+        assert outputs == ["opened report in session None", "report, page 2"]
+        second = agent.model.requests[1]  # type: ignore[attr-defined]
+        assert "read_report" in [t.name for t in second.tools]
+        schema = next(t for t in second.tools if t.name == "read_report").parameters
+        assert set(schema["properties"]) == {"page"}  # the bound `item` is not the model's
+
+    async def test_without_a_session_it_lasts_one_run(self, make_agent: MakeAgent) -> None:
+        agent = make_agent([call("open_item", item="report"), "ok", call("read_report"), "no"])
+        await agent.run_to_completion("Open the report", strategy="exploratory")
+        events = [e async for e in agent.run("Read it", strategy="exploratory")]
+        (refused,) = of(events, ToolCallInvalidEvent)
+        assert refused.name == "read_report"
+
+
+class TestAcrossRuns:
+    async def test_a_later_run_of_the_session_is_offered_it(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [call("open_item", item="report"), "ok", call("read_report", page=3), "done"]
+        )
+        await agent.run_to_completion("Open the report", session_id="s", strategy="exploratory")
+        events = [e async for e in agent.run("Page 3?", session_id="s", strategy="exploratory")]
+        (narrowed,) = of(events, ToolsNarrowedEvent)
+        assert offered(narrowed)["read_report"] == "session"
+        assert [e.output for e in of(events, ToolFinishedEvent)] == ["report, page 3"]
+
+    async def test_two_concurrent_sessions_never_see_each_other_s(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """One agent, two sessions at once, interleaved: each makes its own tool, then calls
+        its own and the other's; the other's is refused, naming only its own session's."""
+        agent = Agent(
+            workspace,
+            model=BySession(),
+            settings=AgentSettings(trajectory_dir=tmp_path),
+        )
+        runs = await asyncio.gather(
+            agent.run_to_completion("alpha", session_id="A", strategy="exploratory"),
+            agent.run_to_completion("beta", session_id="B", strategy="exploratory"),
+        )
+        for result, own, other in ((runs[0], "alpha", "beta"), (runs[1], "beta", "alpha")):
+            events = result.trajectory.events
+            (refused,) = of(events, ToolCallInvalidEvent)
+            assert refused.name == f"read_{other}"
+            assert f"read_{own}" in refused.reason
+            assert f"read_{other}" not in refused.reason.partition("may call are:")[2]
+            assert [e.output for e in of(events, ToolFinishedEvent)][-1] == f"{own}, page 1"
+        assert set(agent.sessions.get("A").tools) == {"read_alpha"}
+        assert set(agent.sessions.get("B").tools) == {"read_beta"}
+
+    async def test_the_session_keeps_them_as_data(self, make_agent: MakeAgent) -> None:
+        """A session's tools are specs (base tool, bound arguments), so a session saved as JSON
+        and loaded into another agent offers them again."""
+        first = make_agent([call("open_item", item="report"), "ok"])
+        await first.run_to_completion("Open it", session_id="s", strategy="exploratory")
+        saved = first.sessions.get("s").model_dump_json()
+
+        second = make_agent([call("read_report", page=4), "done"])
+        second.sessions.put(Session.model_validate_json(saved))
+        result = await second.run_to_completion("Page 4?", session_id="s", strategy="exploratory")
+        outputs = [e.output for e in of(result.trajectory.events, ToolFinishedEvent)]
+        assert outputs == ["report, page 4"]
+
+
+class TestBadSessionTools:
+    async def test_a_bad_spec_is_the_calling_tool_s_error(self, make_agent: MakeAgent) -> None:
+        """A session tool that cannot be made (here: a name a model cannot write) fails the
+        call that asked for it, with the reason; the run goes on."""
+        agent = make_agent([call("open_item", item="x y"), "ok"])
+        events = [e async for e in agent.run("Open it", strategy="exploratory")]
+        (done,) = of(events, ToolFinishedEvent)
+        assert done.status == "error"
+        assert "String should match pattern" in str(done.error)
+        assert last(events).status == "ok"
+
+    def test_an_unknown_base_is_refused(self, workspace: Workspace) -> None:
+        ctx = RunContext("run", ScriptedModel([]), header(), None)
+        toolbox = Toolbox(ctx, workspace.tools, [], None)
+        spec = SessionTool(name="read_x", description="d", base="nope")
+        with pytest.raises(
+            ToolError, match=r"cannot add session tool 'read_x': there is no tool 'nope'"
+        ):
+            toolbox.add_session_tool(spec)
+        unknown_argument = SessionTool(
+            name="read_x", description="d", base="read_page", bind={"book": 1}
+        )
+        with pytest.raises(ToolError, match=r"tool 'read_page' takes no argument 'book'"):
+            toolbox.add_session_tool(unknown_argument)
+
+
+class TestScope:
+    async def test_tools_receive_it_and_the_model_is_told(
+        self, make_agent: MakeAgent, seen: Any
+    ) -> None:
+        agent = make_agent([call("open_item", item="report"), "ok"])
+        await agent.run_to_completion(
+            "Open it", strategy="exploratory", scope=["manuals", "wiki/page_1", "wiki/page_2"]
+        )
+        (scope,) = seen.scopes
+        assert scope.contexts == {"manuals": None, "wiki": ["page_1", "page_2"]}
+        assert scope.allows("manuals", "any")
+        assert scope.allows("wiki", "page_2")
+        assert not scope.allows("wiki", "page_3")
+        assert not scope.allows("blog")
+        request: ModelRequest = agent.model.requests[0]  # type: ignore[attr-defined]
+        note = request.messages[1]
+        assert note.role == "system"
+        assert note.content.startswith("SCOPE: this run may only read\nmanuals (the whole context)")
+        assert "wiki (items: page_1, page_2)" in note.content
+
+    async def test_a_malformed_scope_is_refused_at_the_call(self, make_agent: MakeAgent) -> None:
+        with pytest.raises(UserError, match=r"scope id '/page' has no context"):
+            make_agent([]).run("Hi", scope=["/page"])
+
+
+class TestWiden:
+    def test_a_discovery_query_adds_tools(self, workspace: Workspace) -> None:
+        """Tools retrieved for an uncovered requirement join the offer, announced once."""
+        ctx = RunContext("run", ScriptedModel([]), header(), None)
+        toolbox = Toolbox(
+            ctx, workspace.tools, [NarrowedTool(name="echo", source="template")], None
+        )
+        added = toolbox.widen([("add", 0.8), ("echo", 0.5), ("nope", 0.4)])
+        assert added == ["add"]
+        assert toolbox.version == 1
+        assert [(t.name, t.source, t.score) for t in toolbox.offered] == [
+            ("echo", "template", None),
+            ("add", "retrieved", 0.8),
+        ]
+        assert toolbox.widen([("add", 0.9)]) == []
+        assert toolbox.version == 1
+
+
+class TestArtifacts:
+    async def test_kept_across_a_session_s_runs_and_files_beside_the_trajectory(
+        self, make_agent: MakeAgent
+    ) -> None:
+        agent = make_agent(
+            [
+                call("remember", key="k", value="42"),
+                "ok",
+                call("recall", key="k"),
+                "ok",
+                call("recall", key="k"),
+                "ok",
+            ]
+        )
+        first = await agent.run_to_completion("Keep", session_id="s", strategy="exploratory")
+        second = await agent.run_to_completion("Recall", session_id="s", strategy="exploratory")
+        other = await agent.run_to_completion("Recall", session_id="t", strategy="exploratory")
+        (kept,) = of(first.trajectory.events, ToolFinishedEvent)
+        assert first.path is not None
+        assert kept.output == str(first.path.with_suffix(""))
+        assert (first.path.with_suffix("") / "k.txt").read_text() == "42"
+        assert [e.output for e in of(second.trajectory.events, ToolFinishedEvent)] == ["42"]
+        (missing,) = of(other.trajectory.events, ToolFinishedEvent)
+        assert missing.error == "nothing kept as 'k'"

@@ -1,0 +1,154 @@
+"""The copilot workspace's tools on a real database: grounding, guarded SQL, charts, examples."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from agentrt import ToolContext, ToolError, Workspace
+from agentrt.exceptions import WorkspaceError
+from agentrt.sql.examples import Example, ExampleSelector, load_examples
+from agentrt.sql.grounding import SchemaIndex
+from agentrt.sql.guard import GuardPolicy, QueryRefused, SqlGuard
+from agentrt.vectors.embedder import Embedder
+
+COPILOT = Path(__file__).parents[2] / "workspaces" / "dbcopilot"
+
+
+@pytest.fixture(scope="module")
+def workspace() -> Workspace:
+    return Workspace(COPILOT)
+
+
+def context(artifacts: dict[str, Any], output_dir: Path) -> ToolContext:
+    """What the executor would hand the tools; nothing here needs the model or the session."""
+
+    async def no_model(request: object) -> str:
+        raise AssertionError("the copilot tools do not call the model")
+
+    return ToolContext(
+        run_id="run",
+        session_id=None,
+        call_id="call",
+        step=0,
+        scope=None,
+        add_session_tool=lambda tool: None,
+        complete=no_model,
+        artifacts=artifacts,
+        output_dir=output_dir,
+    )
+
+
+@pytest.fixture(scope="module")
+def copilot(
+    workspace: Workspace, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
+    from .shop import make_shop
+
+    shop = make_shop(tmp_path_factory.mktemp("copilot") / "shop.sqlite")
+    module = sys.modules[workspace.tools["run_sql"].fn.__module__]
+    return module.Copilot(
+        guard=SqlGuard(shop, GuardPolicy(max_rows=50)),
+        index=SchemaIndex.build(shop, embedder, None),
+        examples=ExampleSelector.build(load_examples(COPILOT / "examples"), embedder, None),
+    )
+
+
+class TestWorkspace:
+    def test_loads_with_its_tools_and_metadata(self, workspace: Workspace) -> None:
+        assert {"ground_schema", "run_sql", "plot_line", "plot_bar"} <= set(workspace.tools)
+        assert workspace.registry.tools_with("query_database") == ["run_sql"]
+        assert workspace.strategies["copilot"].tools[:2] == ["ground_schema", "run_sql"]
+
+
+class TestTools:
+    def test_ground_schema_gives_only_the_grounded_schema_and_examples(
+        self, workspace: Workspace, copilot: Any, tmp_path: Path
+    ) -> None:
+        ctx = context({"copilot": copilot}, tmp_path)
+        out = workspace.tools["ground_schema"].fn(ctx, question="Who sold the most yoga mats?")
+        assert "sales(" in out["schema"]
+        assert "store_staff" not in out["schema"]
+        assert "products.name = 'Yoga Mat'" in out["schema"]
+        assert out["examples"][0].startswith("Question: Who sold the most units?")
+        assert len(out["examples"]) == 3
+
+    def test_run_sql_summarises_within_bounds_and_keeps_the_table(
+        self, workspace: Workspace, copilot: Any, tmp_path: Path
+    ) -> None:
+        ctx = context({"copilot": copilot}, tmp_path)
+        out = workspace.tools["run_sql"].fn(ctx, sql="SELECT id, sold_on, quantity FROM sales")
+        assert out["columns"] == ["id", "sold_on", "quantity"]
+        assert (out["rows"], out["more_rows"], out["shown"]) == (50, True, 20)
+        assert len(json.dumps(out)) <= 4000
+        assert len(ctx.artifacts["result"]) == 50
+
+    def test_a_result_feeds_the_chart_tools(
+        self, workspace: Workspace, copilot: Any, tmp_path: Path
+    ) -> None:
+        ctx = context({"copilot": copilot}, tmp_path)
+        workspace.tools["run_sql"].fn(
+            ctx,
+            sql="SELECT substr(sold_on, 1, 7) AS month, sum(quantity) AS units FROM sales "
+            "GROUP BY month ORDER BY month",
+            name="trend",
+        )
+        chart = workspace.tools["plot_line"].fn(ctx, x="month", y="units", data="trend")
+        assert Path(chart["file"]).read_bytes().startswith(b"\x89PNG")
+
+    def test_a_refusal_reaches_the_model_with_its_reason(
+        self, workspace: Workspace, copilot: Any, tmp_path: Path
+    ) -> None:
+        ctx = context({"copilot": copilot}, tmp_path)
+        with pytest.raises(QueryRefused, match=r"only reading statements") as caught:
+            workspace.tools["run_sql"].fn(ctx, sql="DELETE FROM sales")
+        assert isinstance(caught.value, ToolError)
+
+
+class TestSummary:
+    def test_long_cells_and_many_columns_stay_bounded(self, shared_shop: Path) -> None:
+        guard = SqlGuard(shared_shop)
+        wide = ", ".join(f"printf('%.300c', 'x') AS c{i}" for i in range(30))
+        out = guard.execute(f"SELECT {wide} FROM sales LIMIT 5").summary(max_chars=3000)
+        assert len(json.dumps(out)) <= 3000
+        assert out["rows"] == 5
+        assert out["shown"] < 5
+        assert all(len(c) <= 80 for row in out["head"] for c in row)
+
+
+class TestExampleSelector:
+    EXAMPLES: ClassVar[list[Example]] = [
+        Example(question="Who sold the most units?", sql="SELECT 1"),
+        Example(question="Which city has the most customers?", sql="SELECT 2"),
+        Example(question="Draw the monthly revenue trend", plan="query, then plot_line"),
+    ]
+
+    def test_the_nearest_examples_first(self, embedder: Embedder) -> None:
+        selector = ExampleSelector.build(self.EXAMPLES, embedder, None)
+        (best,) = selector.select("which employee had the highest sales?", 1)
+        assert best.sql == "SELECT 1"
+        two = selector.select("plot revenue per month", 2)
+        assert two[0].plan == "query, then plot_line"
+
+    def test_the_dialogue_counts(self, embedder: Embedder) -> None:
+        """A follow-up ("and as a chart?") is matched with the turn before it."""
+        selector = ExampleSelector.build(self.EXAMPLES, embedder, None)
+        (best,) = selector.select(
+            "and as a chart?", 1, context=["how many customers are there in each city"]
+        )
+        assert best.sql == "SELECT 2"
+
+    def test_embedded_once_then_cached(self, embedder: Embedder, tmp_path: Path) -> None:
+        assert ExampleSelector.build(self.EXAMPLES, embedder, tmp_path).embedded == 3
+        assert ExampleSelector.build(self.EXAMPLES, embedder, tmp_path).embedded == 0
+        edited = [*self.EXAMPLES[:2], Example(question="Revenue by month", sql="SELECT 3")]
+        assert ExampleSelector.build(edited, embedder, tmp_path).embedded == 1
+
+    def test_a_bad_examples_file_names_itself(self, tmp_path: Path) -> None:
+        (tmp_path / "bad.yaml").write_text("- question: What?\n")
+        with pytest.raises(WorkspaceError, match=r"bad.yaml: entry 0: .*needs `sql`, `plan`"):
+            load_examples(tmp_path)

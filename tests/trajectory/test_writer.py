@@ -1,0 +1,103 @@
+"""Trajectories: written as the run goes, read back whole, rendered, replayed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentrt import Trajectory, __version__
+from agentrt.trajectory.replay import replay
+from tests.helpers import TEST_WORKSPACE, MakeAgent, call, classified
+
+
+async def recorded(make_agent: MakeAgent, token_delay: float = 0.0) -> Trajectory:
+    agent = make_agent(
+        [
+            classified("exploratory"),
+            "Adding both at once. "
+            + call("add", a=2, b=3)
+            + call("echo", text="hi")
+            + " Then done.",
+            call("finish", answer="2 + 3 = 5"),
+        ],
+        token_delay=token_delay,
+    )
+    result = await agent.run_to_completion("What is 2 + 3?")
+    assert result.path is not None
+    return Trajectory.read(result.path)
+
+
+async def test_file_layout(make_agent: MakeAgent, tmp_path: Path) -> None:
+    """One JSONL file per run under <dir>/<date>/<run_id>.jsonl: a header, then every event."""
+    t = await recorded(make_agent)
+    (path,) = (tmp_path / "trajectories").glob("*/*.jsonl")
+    assert path.name == f"{t.header.run_id}.jsonl"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["type"] == "header"
+    assert header["format_version"] == 1
+    assert header["agentrt_version"] == __version__
+    assert header["model"] == "scripted"
+    assert header["strategy"] == "exploratory"
+    assert set(header["tools"]) >= {"add", "echo", "finish"}
+    assert all(len(h) == 16 for h in header["tools"].values())
+    assert [json.loads(x)["seq"] for x in lines[1:]] == list(range(len(lines) - 1))
+    assert json.loads(lines[-1])["type"] == "run_finished"
+
+
+async def test_turned_off(make_agent: MakeAgent, tmp_path: Path) -> None:
+    agent = make_agent(["hi"], trajectory_dir=None)
+    result = await agent.run_to_completion("Hello", strategy="direct")
+    assert result.path is None
+    assert not (tmp_path / "trajectories").exists()
+
+
+async def test_markdown(make_agent: MakeAgent) -> None:
+    md = (await recorded(make_agent)).to_markdown()
+    assert md.startswith("# Run ")
+    assert "**Query:** What is 2 + 3?" in md
+    assert "| scripted | exploratory | ok | 2 |" in md
+    assert "Classified as **exploratory** (model)." in md
+    assert "Adding both at once." in md
+    assert '- call `call_1_1` **add** `{"a": 2, "b": 3}`' in md
+    assert "## Answer\n\n2 + 3 = 5" in md
+    assert "Tool calls: add × 1, echo × 1, finish × 1" in md
+
+
+def test_bad_file(tmp_path: Path) -> None:
+    """A damaged file is refused with the line at fault."""
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"type": "header"}\n')
+    with pytest.raises(ValueError, match=r"bad\.jsonl:1: not a trajectory header"):
+        Trajectory.read(path)
+
+
+class TestReplay:
+    async def test_identical(self, make_agent: MakeAgent) -> None:
+        """Replaying with today's (unchanged) code reproduces every event. The recording
+        streamed slowly, so its tools ran while the model wrote; the replay streams at once,
+        so they run after: an interleaving of timing, not a difference."""
+        t = await recorded(make_agent, token_delay=0.005)
+        started = next(e.seq for e in t.events if e.type == "tool_started")
+        turn_end = next(e.seq for e in t.events if e.type == "model_response" and e.step == 1)  # type: ignore[union-attr]
+        assert started < turn_end
+        again, difference = await replay(t)
+        assert difference is None
+        assert again.finished is not None
+        assert again.finished.answer == "2 + 3 = 5"
+
+    async def test_a_changed_tool_is_found(self, make_agent: MakeAgent, tmp_path: Path) -> None:
+        """When the code changes, replay points at the first event that differs."""
+        t = await recorded(make_agent)
+        changed = Path(shutil.copytree(TEST_WORKSPACE, tmp_path / "changed"))
+        pack = changed / "tools" / "testing.py"
+        pack.write_text(pack.read_text().replace("return a + b", "return a * b"))
+        _, difference = await replay(t, workspace=changed)
+        assert difference is not None
+        assert difference.recorded is not None
+        assert difference.replayed is not None
+        assert difference.recorded["type"] == "tool_finished"
+        assert (difference.recorded["output"], difference.replayed["output"]) == (5, 6)
