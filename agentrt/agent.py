@@ -48,6 +48,7 @@ from agentrt.sessions.sqlite import SqliteSessionStore
 from agentrt.sessions.store import Scope, Session, SessionStore
 from agentrt.settings import AgentSettings
 from agentrt.strategy import PipelineStrategy, Strategy
+from agentrt.tool import ToolRunner, ToolStorage, run_tool
 from agentrt.trajectory.format import (
     Trajectory,
     TrajectoryHeader,
@@ -86,6 +87,8 @@ class Agent:
     :param workspace: a workspace folder or a loaded `Workspace`; None takes the default one
     :param model: the model every step of a run calls
     :param settings: timeouts, limits, where trajectories go
+    :param tool_runner: what invokes the tools the model calls; the default runs them, a
+        replay passes one that answers from a recording
     """
 
     def __init__(
@@ -94,10 +97,12 @@ class Agent:
         *,
         model: Model,
         settings: AgentSettings | None = None,
+        tool_runner: ToolRunner = run_tool,
     ) -> None:
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.model = model
         self.settings = settings or AgentSettings()
+        self.tool_runner = tool_runner
         if self.settings.default_strategy not in self.workspace.strategies:
             msg = (
                 f"default_strategy {self.settings.default_strategy!r} is not a strategy of "
@@ -194,15 +199,18 @@ class Agent:
         if self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
         header = self._header(run_id, request.query, request.session_id)
+        return RunContext(run_id, self.model, header, writer)
+
+    def _tool_storage(self, ctx: RunContext, session_id: str | None) -> ToolStorage:
+        """What the run's tools keep: the session's artifacts (the run's own outside a
+        session), and files beside the run's trajectory (in the cache when none is kept)."""
         output_dir = (
-            writer.path.with_suffix("")
-            if writer is not None
-            else (self.settings.cache_dir or cache_dir()) / "outputs" / run_id
+            ctx.writer.path.with_suffix("")
+            if ctx.writer is not None
+            else (self.settings.cache_dir or cache_dir()) / "outputs" / ctx.run_id
         )
-        artifacts = self.sessions.artifacts(request.session_id) if request.session_id else None
-        return RunContext(
-            run_id, self.model, header, writer, output_dir=output_dir, artifacts=artifacts
-        )
+        artifacts = self.sessions.artifacts(session_id) if session_id else {}
+        return ToolStorage(artifacts, output_dir)
 
     async def _events(self, ctx: RunContext, request: _Request) -> AsyncGenerator[Event, None]:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
@@ -334,6 +342,8 @@ class Agent:
             timeout=self.settings.tool_timeout,
             max_concurrency=self.settings.max_concurrency,
             max_observation_chars=self.settings.max_observation_chars,
+            storage=self._tool_storage(ctx, request.session_id),
+            runner=self.tool_runner,
         )
         notes = (
             []

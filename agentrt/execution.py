@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 from pydantic import JsonValue, ValidationError
 from pydantic_core import to_jsonable_python
 
@@ -42,7 +41,7 @@ from agentrt.exceptions import ToolError
 from agentrt.parsing import CallPiece, InvalidPiece
 from agentrt.run import RunContext
 from agentrt.sessions.store import Scope
-from agentrt.tool import Tool, ToolContext
+from agentrt.tool import Tool, ToolContext, ToolRunner, ToolStorage, run_tool
 
 __all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome", "canonical_arguments"]
 
@@ -102,6 +101,8 @@ class Executor:
     :param timeout: default seconds per call, for tools without their own `timeout`
     :param max_concurrency: calls of this run executing at once
     :param max_observation_chars: longer observations are cut, with a note saying so
+    :param storage: what the run's tools keep, handed to those that take a `ToolContext`
+    :param runner: what invokes each tool (`run_tool`; a replay answers from a recording)
     """
 
     def __init__(
@@ -113,6 +114,8 @@ class Executor:
         timeout: float,
         max_concurrency: int,
         max_observation_chars: int,
+        storage: ToolStorage,
+        runner: ToolRunner = run_tool,
     ) -> None:
         self.ctx = ctx
         self.tools = tools
@@ -120,6 +123,8 @@ class Executor:
         self.timeout = timeout
         self.slots = asyncio.Semaphore(max_concurrency)
         self.max_observation_chars = max_observation_chars
+        self.storage = storage
+        self.runner = runner
         self._cache: dict[str, _CacheEntry] = {}
 
     def admit(
@@ -250,12 +255,9 @@ class Executor:
                     ToolStartedEvent, step=call.step, call_id=call.call_id, name=tool.name
                 )
                 started = time.perf_counter()
-                arguments = call.arguments
-                if tool.context_param is not None:
-                    arguments = {**arguments, tool.context_param: self._context(call)}
                 try:
                     async with asyncio.timeout(limit):
-                        value = await self._call(tool, arguments)
+                        value = await self.runner(tool, call.arguments, self._context(call))
                 except TimeoutError:
                     status, error = "timeout", f"{tool.name} did not finish within {limit:g} s"
                 except ToolError as exc:
@@ -302,18 +304,8 @@ class Executor:
             scope=self.scope,
             add_session_tool=self.tools.add_session_tool,
             complete=functools.partial(self.ctx.complete, step=call.step),
-            artifacts=self.ctx.artifacts,
-            output_dir=self.ctx.output_dir,
-        )
-
-    @staticmethod
-    async def _call(tool: Tool, arguments: dict[str, Any]) -> Any:
-        if tool.is_async:
-            return await tool.fn(**arguments)
-        # A thread cannot be interrupted: on timeout or cancellation the call is abandoned
-        # and its result, when it comes, dropped.
-        return await anyio.to_thread.run_sync(
-            functools.partial(tool.fn, **arguments), abandon_on_cancel=True
+            artifacts=self.storage.artifacts,
+            output_dir=self.storage.output_dir,
         )
 
     def _observation(self, output: JsonValue) -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
@@ -34,9 +32,6 @@ class RunContext:
         model: Model,
         header: TrajectoryHeader,
         writer: TrajectoryWriter | None,
-        *,
-        output_dir: Path | None = None,
-        artifacts: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
         self.log = get_logger("agentrt").bind(run_id=run_id)
@@ -53,11 +48,6 @@ class RunContext:
         self.usage = Usage()
         self.model_time = 0.0
         self.tool_time = 0.0
-        self.output_dir = output_dir or Path(tempfile.gettempdir()) / "agentrt" / run_id
-        """Where the run's tools write files (charts, tables); made when first written to."""
-        self.artifacts = artifacts if artifacts is not None else {}
-        """What the run's tools keep between calls (data frames, …), by name; a session's
-        runs share one."""
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started

@@ -5,10 +5,14 @@ model of the arguments; its JSON schema is what the model sees, and every call i
 against it before the function runs. Sync functions run in a worker thread, async ones are
 awaited. A parameter annotated `ToolContext` is not for the model: the executor fills it with
 what the tool may know of the run calling it.
+
+The executor does not call tool functions itself: it hands each call to a `ToolRunner`, by
+default `run_tool`. That is the seam a replay uses to answer calls from a recording instead.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
@@ -16,13 +20,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentrt.exceptions import ToolDefinitionError
 from agentrt.models.base import ModelRequest, ToolDefinition
 from agentrt.sessions.store import Scope, SessionTool
 
-__all__ = ["Tool", "ToolContext", "tool"]
+__all__ = ["Tool", "ToolContext", "ToolRunner", "ToolStorage", "run_tool", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStorage:
+    """What a run's tools keep: the agent builds one per run, from the run's session."""
+
+    artifacts: dict[str, Any]
+    """What tools keep between calls (data frames, …), by name: the run's, or its session's
+    (a session's runs share one)."""
+    output_dir: Path
+    """Where tools write files (charts, tables); made when first written to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +61,27 @@ class ToolContext:
     """What tools keep between calls (data frames, …), by name: the run's, or its session's."""
     output_dir: Path
     """Where to write files (charts, tables): beside the run's trajectory. Make it first."""
+
+
+ToolRunner = Callable[["Tool", dict[str, Any], ToolContext], Awaitable[Any]]
+"""Invokes one admitted call for the executor: the tool, its validated arguments, and the
+context of the call. What it returns is the call's output; what it raises, its error (a
+`TimeoutError` reads as the call's timeout). Pass another to `Agent(tool_runner=...)` to
+answer calls without running the tools (`agentrt.trajectory.replay.RecordedTools`)."""
+
+
+async def run_tool(tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
+    """The default `ToolRunner`: call the tool's function, giving it the context if it takes
+    one. Async functions are awaited, sync ones run in a worker thread."""
+    if tool.context_param is not None:
+        arguments = {**arguments, tool.context_param: context}
+    if tool.is_async:
+        return await tool.fn(**arguments)
+    # A thread cannot be interrupted: on timeout or cancellation the call is abandoned and its
+    # result, when it comes, dropped.
+    return await anyio.to_thread.run_sync(
+        functools.partial(tool.fn, **arguments), abandon_on_cancel=True
+    )
 
 
 class Tool:

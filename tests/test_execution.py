@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from agentrt import (
@@ -21,6 +22,7 @@ from agentrt.catalog.toolbox import Toolbox
 from agentrt.execution import Executor, PreparedCall
 from agentrt.parsing import CallPiece
 from agentrt.run import RunContext
+from agentrt.tool import ToolStorage
 from tests.helpers import MakeAgent, call, check_stream, header, last
 
 
@@ -196,14 +198,21 @@ class TestDuplicateGuard:
         assert obs[1].endswith("\n4")
 
     async def test_identical_calls_in_flight_run_once(
-        self, workspace: Workspace, seen: Any
+        self, workspace: Workspace, seen: Any, tmp_path: Path
     ) -> None:
         """Two identical calls running at the same time execute once; the second waits for
         the first's result (a plan can start identical nodes together)."""
         ctx = RunContext("run", ScriptedModel([]), header(), None)
         offered = [NarrowedTool(name="nap", source="template")]
         toolbox = Toolbox(ctx, workspace.tools, offered, None)
-        executor = Executor(ctx, toolbox, timeout=5, max_concurrency=4, max_observation_chars=1000)
+        executor = Executor(
+            ctx,
+            toolbox,
+            timeout=5,
+            max_concurrency=4,
+            max_observation_chars=1000,
+            storage=ToolStorage({}, tmp_path),
+        )
         piece = CallPiece("nap", {"seconds": 0.02, "label": "x"}, "raw", "json")
         first = executor.admit(piece, step=1, call_id="a")
         second = executor.admit(piece, step=1, call_id="b")

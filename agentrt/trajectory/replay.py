@@ -28,7 +28,6 @@ against `workspace=` a copy) compares what the run did, not where the folder is.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import tempfile
@@ -41,7 +40,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentrt.agent import Agent
-from agentrt.catalog.packs import ToolCatalog
 from agentrt.events import (
     ClassifiedEvent,
     Event,
@@ -58,18 +56,18 @@ from agentrt.exceptions import ScriptExhausted, ToolError, UserError
 from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel, ScriptedTurn
 from agentrt.settings import AgentSettings
-from agentrt.tool import Tool, ToolContext
+from agentrt.tool import Tool, ToolContext, run_tool
 from agentrt.trajectory.format import Trajectory
 from agentrt.workspace import Workspace
 
 __all__ = [
     "Difference",
     "Outcome",
+    "RecordedTools",
     "ReplayReport",
     "ToolSource",
     "first_difference",
     "recorded_model",
-    "recorded_tools",
     "replay",
     "replay_files",
     "trajectory_files",
@@ -83,9 +81,6 @@ Outcome = Literal["same", "differs", "error"]
 
 _VOLATILE = frozenset({"t", "seq", "run_id", "started_at", "duration", "timings"})
 _CALL_LIFECYCLE = (ToolStartedEvent, GuardEvent, ToolFinishedEvent)
-_CONTEXT = "_replay_context"
-"""The parameter a recorded tool receives its `ToolContext` in: no argument model field can
-start with an underscore, so it never shadows a real argument."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,9 +171,13 @@ class _RecordedCall:
     used: bool = False
 
 
-class _Recording:
-    """The executed calls of a recording (not those answered from the run's cache), to be
-    handed out once each."""
+class RecordedTools:
+    """A `ToolRunner` that runs no tool: each call gets the result a recording has for it.
+
+    The recording's executed calls (not those answered from the run's cache) are handed out
+    once each: for a call, the first unused one of the same tool with the same arguments,
+    the one with the same call id first.
+    """
 
     def __init__(self, trajectory: Trajectory) -> None:
         results = {
@@ -191,6 +190,19 @@ class _Recording:
             for e in trajectory.events
             if isinstance(e, ToolCallEvent) and e.call_id in results
         ]
+
+    async def __call__(self, tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
+        result = self.take(tool, context.call_id, arguments)
+        if result.status == "ok":
+            return result.output
+        if result.status == "timeout":
+            # The executor reports a TimeoutError out of a call as that call's timeout, in
+            # the same words as when the limit strikes, without waiting for it.
+            raise TimeoutError
+        if result.status == "cancelled":
+            msg = "replay: the recorded call was cancelled; the recording has no result for it"
+            raise ToolError(msg)
+        raise ToolError(result.error or "")
 
     def take(self, tool: Tool, call_id: str, arguments: Mapping[str, Any]) -> ToolFinishedEvent:
         """The recorded result of the first unused call of `tool` with these arguments,
@@ -218,53 +230,6 @@ def _validated(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:
         return None
 
 
-def _answering(tool: Tool, recording: _Recording) -> Tool:
-    """`tool` as the model sees it (name, schema, timeout, flags), answered from `recording`."""
-
-    async def answer(**arguments: Any) -> Any:
-        context: ToolContext = arguments.pop(_CONTEXT)
-        result = recording.take(tool, context.call_id, arguments)
-        if result.status == "ok":
-            return result.output
-        if result.status == "timeout":
-            # The executor reports a TimeoutError out of a call as that call's timeout, in
-            # the same words as when the limit strikes, without waiting for it.
-            raise TimeoutError
-        if result.status == "cancelled":
-            msg = "replay: the recorded call was cancelled; the recording has no result for it"
-            raise ToolError(msg)
-        raise ToolError(result.error or "")
-
-    return Tool(
-        answer,
-        name=tool.name,
-        description=tool.description,
-        timeout=tool.timeout,
-        split=tool.split,
-        ends_run=tool.ends_run,
-        asks_user=tool.asks_user,
-        cache=tool.cache,
-        args_model=tool.args_model,
-        context_param=_CONTEXT,
-    )
-
-
-class _RecordedCatalog(ToolCatalog):
-    """A catalog whose every tool, built-ins included, answers from a recording."""
-
-    def __init__(self, tools: Mapping[str, Tool], recording: _Recording) -> None:
-        # Not the base initialiser: it would add the live built-ins back.
-        self._tools = {name: _answering(t, recording) for name, t in tools.items()}
-
-
-def recorded_tools(workspace: Workspace, trajectory: Trajectory) -> Workspace:
-    """A view of `workspace` whose tools are not run: each call is answered with the result
-    `trajectory` recorded for it. Strategies, prompts and the registry are the workspace's."""
-    view = copy.copy(workspace)
-    view.tools = _RecordedCatalog(workspace.tools, _Recording(trajectory))
-    return view
-
-
 async def replay(
     trajectory: Trajectory,
     *,
@@ -285,8 +250,6 @@ async def replay(
         if isinstance(workspace, Workspace)
         else Workspace(workspace if workspace is not None else header.workspace)
     )
-    if tools == "recorded":
-        loaded = recorded_tools(loaded, trajectory)
     forced = next(
         (
             e.query_type
@@ -309,7 +272,8 @@ async def replay(
             msg = f"the recorded settings do not fit today's agent: {where}: {problem['msg']}"
             raise UserError(msg) from None
         model = recorded_model(trajectory)
-        agent = Agent(loaded, model=model, settings=settings)
+        runner = RecordedTools(trajectory) if tools == "recorded" else run_tool
+        agent = Agent(loaded, model=model, settings=settings, tool_runner=runner)
         result = await agent.run_to_completion(
             header.query, session_id=header.session_id, strategy=forced
         )

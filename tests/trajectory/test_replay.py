@@ -13,11 +13,14 @@ from typer.testing import CliRunner
 
 from agentrt import Trajectory, Workspace
 from agentrt.cli import app
-from agentrt.events import ModelResponseEvent, ToolFinishedEvent
+from agentrt.events import ModelResponseEvent, ToolCallEvent, ToolFinishedEvent
+from agentrt.exceptions import ToolError
+from agentrt.models.base import ModelRequest
+from agentrt.tool import ToolContext
 from agentrt.trajectory.format import FORMAT_VERSION
 from agentrt.trajectory.replay import (
     Difference,
-    recorded_tools,
+    RecordedTools,
     replay,
     replay_files,
     trajectory_files,
@@ -206,19 +209,46 @@ class TestRecordedTools:
         assert again.finished is not None
         assert again.finished.status == "ok"
 
-    def test_the_view_keeps_the_workspace_s_tools_as_the_model_sees_them(
+    async def test_recorded_tools_leave_the_workspace_s_tools_as_the_model_sees_them(
         self, workspace: Workspace
     ) -> None:
-        """Same names, schemas and hashes (so the same fingerprint), built-ins included."""
+        """The runner answers in place of the tools: the replay offers the same names and
+        schema hashes, built-ins included, and the workspace's tools stay its own."""
         t = Trajectory.read(SAMPLES / "testing" / "dag.jsonl")
-        view = recorded_tools(workspace, t)
-        assert list(view.tools) == list(workspace.tools)
-        assert {n: x.schema_hash for n, x in view.tools.items()} == {
-            n: x.schema_hash for n, x in workspace.tools.items()
-        }
-        assert view.fingerprint == workspace.fingerprint
-        assert view.tools["add"] is not workspace.tools["add"]
+        again, difference = await replay(t, workspace=workspace, tools="recorded")
+        assert difference is None
+        assert again.header.tools == {n: workspace.tools[n].schema_hash for n in t.header.tools}
+        assert again.header.workspace_fingerprint == workspace.fingerprint
         assert workspace.tools["add"].fn.__name__ == "add"
+
+    async def test_the_runner_answers_from_the_recording(self) -> None:
+        """A call gets the recorded output of the same tool and arguments, once."""
+        t = Trajectory.read(SAMPLES / "testing" / "dag.jsonl")
+        recorded = next(e for e in t.events if isinstance(e, ToolFinishedEvent) and e.name == "add")
+        call_event = next(
+            e for e in t.events if isinstance(e, ToolCallEvent) and e.call_id == recorded.call_id
+        )
+        runner = RecordedTools(t)
+        add = Workspace(TEST_WORKSPACE).tools["add"]
+        arguments = dict(add.args_model.model_validate(call_event.arguments))
+        context = ToolContext(
+            run_id="r",
+            session_id=None,
+            call_id=recorded.call_id,
+            step=1,
+            scope=None,
+            add_session_tool=lambda _: None,
+            complete=_never,
+            artifacts={},
+            output_dir=Path("unused"),
+        )
+        assert await runner(add, arguments, context) == recorded.output
+        with pytest.raises(ToolError, match="the recording has no \\(further\\) call of add"):
+            await runner(add, arguments, context)
+
+
+async def _never(request: ModelRequest) -> str:
+    raise AssertionError
 
 
 class TestDifference:
