@@ -96,10 +96,6 @@ class CapabilityMap(BaseModel):
             return capability
         return self.aliases.get(capability)
 
-    def satisfying(self, requirement: str) -> list[str]:
-        """Capabilities that satisfy a requirement label; KeyError for an unknown label."""
-        return self.requirements[requirement]
-
 
 class Registry:
     """The metadata of a workspace's tools and its capability map, checked against each other."""

@@ -2,10 +2,8 @@
 
 It is a mapping of tool name → `Tool`, like the workspace's catalog, but it can grow during the
 run: a tool may create a session tool (see `agentrt.sessions.store`), kept in the session for its
-later runs; and a planner that finds a requirement no offered tool covers may `widen` the set
-with tools a discovery query retrieved. Either way the new tools are offered from the next turn
-on and announced by a fresh `tools_narrowed` event; `version` changes, so planners know to show
-the model the new list.
+later runs. The new tool is offered from the next turn on and announced by a fresh
+`tools_narrowed` event; `version` changes, so planners know to show the model the new list.
 """
 
 from __future__ import annotations
@@ -59,17 +57,6 @@ class Toolbox(Mapping[str, Tool]):
 
     def __len__(self) -> int:
         return len(self._tools)
-
-    def widen(self, retrieved: list[tuple[str, float]]) -> list[str]:
-        """Also offer these retrieved workspace tools (name, score); return the ones added."""
-        added = [(n, s) for n, s in retrieved if n not in self._tools and n in self.workspace]
-        for name, score in added:
-            self._tools[name] = self.workspace[name]
-            self.offered.append(NarrowedTool(name=name, source="retrieved", score=score))
-        if added:
-            self.version += 1
-            self.ctx.emit(ToolsNarrowedEvent, tools=self.offered)
-        return [n for n, _ in added]
 
     def add_session_tool(self, spec: SessionTool) -> None:
         """Offer `spec` from the next turn on, and keep it in the session.

@@ -138,6 +138,6 @@ class TestCapabilityMap:
 
     def test_many_to_many(self) -> None:
         caps = Workspace().registry.capabilities
-        assert caps.satisfying("analysis.compare") == ["aggregate", "segment"]
-        assert "aggregate" in caps.satisfying("group_by")
+        assert caps.requirements["analysis.compare"] == ["aggregate", "segment"]
+        assert "aggregate" in caps.requirements["group_by"]
         assert caps.resolve("groupby") == "aggregate"

@@ -15,7 +15,6 @@ from agentrt import (
     Event,
     ModelChunk,
     ModelRequest,
-    NarrowedTool,
     ScriptedModel,
     Session,
     SessionTool,
@@ -189,24 +188,6 @@ class TestScope:
     async def test_a_malformed_scope_is_refused_at_the_call(self, make_agent: MakeAgent) -> None:
         with pytest.raises(UserError, match=r"scope id '/page' has no context"):
             make_agent([]).run("Hi", scope=["/page"])
-
-
-class TestWiden:
-    def test_a_discovery_query_adds_tools(self, workspace: Workspace) -> None:
-        """Tools retrieved for an uncovered requirement join the offer, announced once."""
-        ctx = RunContext("run", ScriptedModel([]), header(), None)
-        toolbox = Toolbox(
-            ctx, workspace.tools, [NarrowedTool(name="echo", source="template")], None
-        )
-        added = toolbox.widen([("add", 0.8), ("echo", 0.5), ("nope", 0.4)])
-        assert added == ["add"]
-        assert toolbox.version == 1
-        assert [(t.name, t.source, t.score) for t in toolbox.offered] == [
-            ("echo", "template", None),
-            ("add", "retrieved", 0.8),
-        ]
-        assert toolbox.widen([("add", 0.9)]) == []
-        assert toolbox.version == 1
 
 
 class TestArtifacts:
