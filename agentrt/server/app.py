@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -36,7 +37,7 @@ from agentrt.agent import Agent
 from agentrt.events import event_adapter
 from agentrt.exceptions import UserError
 from agentrt.server.auth import Caller, CallerDep, authenticate, token_keys
-from agentrt.server.runs import RunRefused, RunRegistry
+from agentrt.server.runs import Refusal, RunRegistry
 from agentrt.server.schemas import (
     ID_PATTERN,
     ErrorBody,
@@ -54,6 +55,7 @@ from agentrt.server.streams import (
     NDJSON,
     SSE,
     EventStream,
+    StreamFormat,
     file_chunks,
     negotiate,
     run_chunks,
@@ -189,172 +191,207 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    app.state.registry = registry
+    app.state.server = _Server(agent, registry, settings, trajectory_dir)
     app.state.strategies = list(agent.workspace.strategies)
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
-    app.add_exception_handler(RunRefused, _run_refused)  # type: ignore[arg-type]
     app.state.token_keys = token_keys(settings.tokens)
-    # The same dependency as `CallerDep`: FastAPI checks the token once per request.
-    api = APIRouter(dependencies=[Depends(authenticate)], responses=_ERRORS)
-
-    async def start(
-        request: Request,
-        caller: Caller,
-        query: str,
-        session_id: str | None,
-        strategy: str | None,
-    ) -> Response:
-        fmt = negotiate(request.headers.get("accept"))
-        if fmt is None:
-            msg = f"cannot stream as {request.headers.get('accept')!r}: accept {SSE} or {NDJSON}"
-            raise HTTPException(406, msg)
-        if strategy is not None and strategy not in agent.workspace.strategies:
-            known = ", ".join(agent.workspace.strategies)
-            _invalid(("body", "strategy"), f"no strategy {strategy!r} (known: {known})")
-        registry.admit(caller, session_id)
-        try:
-            events = agent.run(query, session_id=session_id, strategy=strategy)
-        except UserError as exc:
-            _invalid(("body",), str(exc))
-        handle = registry.start(events, query=query, session_id=session_id, caller=caller)
-        await handle.started.wait()
-        if handle.run_id is None:  # cancelled before its first event: only at shutdown
-            raise HTTPException(503, "the server is shutting down")
-        return EventStream(
-            run_chunks(handle, -1, fmt, settings.keepalive),
-            fmt,
-            on_close=handle.abandon,
-            headers={"X-Run-Id": handle.run_id},
-        )
-
-    @api.post(
-        "/runs",
-        response_class=Response,
-        responses={**_START, 200: {**_START[200], "headers": _STARTED_HEADER}},
-        summary="Start a run and stream its events",
-    )
-    async def post_run(request: Request, body: RunRequest, caller: CallerDep) -> Response:
-        """Start a run and stream its events as they happen.
-
-        The request owns the run: if the client disconnects before the run ends, the run is
-        cancelled (its tools too) and its trajectory ends with `run_finished: cancelled`.
-        """
-        return await start(request, caller, body.query, body.session_id, body.strategy)
-
-    @api.get("/runs/{run_id}", responses=_NOT_FOUND, summary="A run's state and trajectory")
-    async def get_run(run_id: RunId) -> RunInfo:
-        """The run's state and trajectory: the events so far while it runs on this server,
-        its recorded file once it has ended (or for any run the trajectory folder holds)."""
-        handle = registry.get(run_id)
-        if handle is not None and handle.live:
-            return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
-        path = find_trajectory(trajectory_dir, run_id)
-        if path is not None:
-            try:
-                return await anyio.to_thread.run_sync(read_run, path)
-            except ValueError as exc:
-                _invalid(("path", "run_id"), f"the trajectory of run {run_id!r} is broken: {exc}")
-        if handle is not None and not handle.evicted:  # ended, its file not written
-            return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
-        raise HTTPException(404, _no_run(run_id, trajectory_dir))
-
-    @api.get(
-        "/runs/{run_id}/events",
-        response_class=Response,
-        responses={**_STREAM, **_NOT_FOUND},
-        summary="Stream a run's events again, or follow it",
-        # Read by hand (see `_last_event_id`) for an error that says what the header is for.
-        openapi_extra={"parameters": [_LAST_EVENT_ID]},
-    )
-    async def get_run_events(request: Request, run_id: RunId) -> Response:
-        """The run's events with `seq` after `Last-Event-ID` (all of them without it), from
-        memory while it runs (then followed until it ends) or from its trajectory file.
-
-        Unlike the stream that started it, a client leaving this one does not cancel the run.
-        """
-        fmt = negotiate(request.headers.get("accept"))
-        if fmt is None:
-            msg = f"cannot stream as {request.headers.get('accept')!r}: accept {SSE} or {NDJSON}"
-            raise HTTPException(406, msg)
-        after = _last_event_id(request.headers.get("last-event-id"))
-        handle = registry.get(run_id)
-        if handle is not None and not handle.evicted:
-            return EventStream(run_chunks(handle, after, fmt, settings.keepalive), fmt)
-        path = find_trajectory(trajectory_dir, run_id)
-        if path is None:
-            raise HTTPException(404, _no_run(run_id, trajectory_dir))
-        return EventStream(file_chunks(path, after, fmt), fmt)
-
-    @api.post(
-        "/runs/{run_id}/cancel",
-        responses={
-            **_NOT_FOUND,
-            409: {"model": ErrorBody, "description": "The run has already ended."},
-        },
-        summary="Cancel a run",
-    )
-    async def cancel_run(run_id: RunId) -> RunSummary:
-        """Cancel a run in progress, its tools too; answers once it has ended (its streams
-        end with `run_finished: cancelled`)."""
-        handle = registry.get(run_id)
-        if handle is None:
-            if find_trajectory(trajectory_dir, run_id) is not None:
-                msg = f"run {run_id!r} has already ended"
-                raise HTTPException(409, msg)
-            raise HTTPException(404, _no_run(run_id, trajectory_dir))
-        if not handle.live:
-            msg = f"run {run_id!r} has already ended ({handle.state})"
-            raise HTTPException(409, msg)
-        handle.cancel()
-        await handle.finished.wait()
-        return handle.summary()
-
-    @api.get("/sessions/{session_id}", responses=_NOT_FOUND, summary="A session's runs")
-    async def get_session(session_id: SessionId) -> SessionInfo:
-        """The runs of a session on this server, oldest first. Sessions live in memory: a
-        restarted server has none."""
-        runs = registry.session(session_id)
-        if runs is None:
-            msg = f"no session {session_id!r} on this server"
-            raise HTTPException(404, msg)
-        return SessionInfo(
-            session_id=session_id, runs=[h.summary() for h in runs if h.run_id is not None]
-        )
-
-    @api.post(
-        "/sessions/{session_id}/messages",
-        response_class=Response,
-        responses={**_START, 200: {**_START[200], "headers": _STARTED_HEADER}},
-        summary="Continue a session: start a run in it and stream its events",
-    )
-    async def post_message(
-        request: Request,
-        session_id: SessionId,
-        body: MessageRequest,
-        caller: CallerDep,
-    ) -> Response:
-        """A run in the session (which starts with its first message): it sees the session's
-        earlier questions and answers. Streams and cancels as `POST /runs` does."""
-        return await start(request, caller, body.query, session_id, body.strategy)
-
-    @api.get("/trajectories", summary="The trajectory files the server can open")
-    async def get_trajectories() -> TrajectoryList:
-        """The most recent trajectory files in the server's trajectory folder, newest first;
-        open one with `GET /runs/{run_id}`."""
-        files = await anyio.to_thread.run_sync(
-            list_trajectories, trajectory_dir, settings.list_limit
-        )
-        return TrajectoryList(directory=str(trajectory_dir), files=files)
-
-    app.include_router(api)
-
-    @app.get("/", include_in_schema=False)
-    async def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
-
+    app.include_router(_api)
+    app.get("/", include_in_schema=False)(_page)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+@dataclass(frozen=True, slots=True)
+class _Server:
+    """What the routes of one app work with (kept in `app.state.server`)."""
+
+    agent: Agent
+    registry: RunRegistry
+    settings: ServerSettings
+    trajectory_dir: Path
+
+
+def _server(request: Request) -> _Server:
+    server: _Server = request.app.state.server
+    return server
+
+
+ServerDep = Annotated[_Server, Depends(_server)]
+
+# The same dependency as `CallerDep`: FastAPI checks the token once per request.
+_api = APIRouter(dependencies=[Depends(authenticate)], responses=_ERRORS)
+
+
+async def _page() -> FileResponse:
+    return FileResponse(STATIC / "index.html")
+
+
+async def _start(
+    request: Request,
+    server: _Server,
+    caller: Caller,
+    query: str,
+    session_id: str | None,
+    strategy: str | None,
+) -> Response:
+    fmt = _stream_format(request)
+    agent, registry = server.agent, server.registry
+    if strategy is not None and strategy not in agent.workspace.strategies:
+        known = ", ".join(agent.workspace.strategies)
+        _invalid(("body", "strategy"), f"no strategy {strategy!r} (known: {known})")
+    refusal = registry.admit(caller, session_id)
+    if refusal is not None:
+        return _refused(refusal)
+    try:
+        events = agent.run(query, session_id=session_id, strategy=strategy)
+    except UserError as exc:
+        _invalid(("body",), str(exc))
+    handle = registry.start(events, query=query, session_id=session_id, caller=caller)
+    await handle.started.wait()
+    if handle.run_id is None:  # cancelled before its first event: only at shutdown
+        raise HTTPException(503, "the server is shutting down")
+    return EventStream(
+        run_chunks(handle, -1, fmt, server.settings.keepalive),
+        fmt,
+        on_close=handle.abandon,
+        headers={"X-Run-Id": handle.run_id},
+    )
+
+
+def _stream_format(request: Request) -> StreamFormat:
+    """The stream format the request accepts (406 when it accepts neither)."""
+    fmt = negotiate(request.headers.get("accept"))
+    if fmt is None:
+        msg = f"cannot stream as {request.headers.get('accept')!r}: accept {SSE} or {NDJSON}"
+        raise HTTPException(406, msg)
+    return fmt
+
+
+@_api.post(
+    "/runs",
+    response_class=Response,
+    responses={**_START, 200: {**_START[200], "headers": _STARTED_HEADER}},
+    summary="Start a run and stream its events",
+)
+async def post_run(
+    request: Request, body: RunRequest, caller: CallerDep, server: ServerDep
+) -> Response:
+    """Start a run and stream its events as they happen.
+
+    The request owns the run: if the client disconnects before the run ends, the run is
+    cancelled (its tools too) and its trajectory ends with `run_finished: cancelled`.
+    """
+    return await _start(request, server, caller, body.query, body.session_id, body.strategy)
+
+
+@_api.get("/runs/{run_id}", responses=_NOT_FOUND, summary="A run's state and trajectory")
+async def get_run(run_id: RunId, server: ServerDep) -> RunInfo:
+    """The run's state and trajectory: the events so far while it runs on this server,
+    its recorded file once it has ended (or for any run the trajectory folder holds)."""
+    handle = server.registry.get(run_id)
+    if handle is not None and handle.live:
+        return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
+    path = find_trajectory(server.trajectory_dir, run_id)
+    if path is not None:
+        try:
+            return await anyio.to_thread.run_sync(read_run, path)
+        except ValueError as exc:
+            _invalid(("path", "run_id"), f"the trajectory of run {run_id!r} is broken: {exc}")
+    if handle is not None and not handle.evicted:  # ended, its file not written
+        return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
+    raise HTTPException(404, _no_run(run_id, server.trajectory_dir))
+
+
+@_api.get(
+    "/runs/{run_id}/events",
+    response_class=Response,
+    responses={**_STREAM, **_NOT_FOUND},
+    summary="Stream a run's events again, or follow it",
+    # Read by hand (see `_last_event_id`) for an error that says what the header is for.
+    openapi_extra={"parameters": [_LAST_EVENT_ID]},
+)
+async def get_run_events(request: Request, run_id: RunId, server: ServerDep) -> Response:
+    """The run's events with `seq` after `Last-Event-ID` (all of them without it), from
+    memory while it runs (then followed until it ends) or from its trajectory file.
+
+    Unlike the stream that started it, a client leaving this one does not cancel the run.
+    """
+    fmt = _stream_format(request)
+    after = _last_event_id(request.headers.get("last-event-id"))
+    handle = server.registry.get(run_id)
+    if handle is not None and not handle.evicted:
+        return EventStream(run_chunks(handle, after, fmt, server.settings.keepalive), fmt)
+    path = find_trajectory(server.trajectory_dir, run_id)
+    if path is None:
+        raise HTTPException(404, _no_run(run_id, server.trajectory_dir))
+    return EventStream(file_chunks(path, after, fmt), fmt)
+
+
+@_api.post(
+    "/runs/{run_id}/cancel",
+    responses={
+        **_NOT_FOUND,
+        409: {"model": ErrorBody, "description": "The run has already ended."},
+    },
+    summary="Cancel a run",
+)
+async def cancel_run(run_id: RunId, server: ServerDep) -> RunSummary:
+    """Cancel a run in progress, its tools too; answers once it has ended (its streams
+    end with `run_finished: cancelled`)."""
+    handle = server.registry.get(run_id)
+    if handle is None:
+        if find_trajectory(server.trajectory_dir, run_id) is not None:
+            msg = f"run {run_id!r} has already ended"
+            raise HTTPException(409, msg)
+        raise HTTPException(404, _no_run(run_id, server.trajectory_dir))
+    if not handle.live:
+        msg = f"run {run_id!r} has already ended ({handle.state})"
+        raise HTTPException(409, msg)
+    handle.cancel()
+    await handle.finished.wait()
+    return handle.summary()
+
+
+@_api.get("/sessions/{session_id}", responses=_NOT_FOUND, summary="A session's runs")
+async def get_session(session_id: SessionId, server: ServerDep) -> SessionInfo:
+    """The runs of a session on this server, oldest first. Sessions live in memory: a
+    restarted server has none."""
+    runs = server.registry.session(session_id)
+    if runs is None:
+        msg = f"no session {session_id!r} on this server"
+        raise HTTPException(404, msg)
+    return SessionInfo(
+        session_id=session_id, runs=[h.summary() for h in runs if h.run_id is not None]
+    )
+
+
+@_api.post(
+    "/sessions/{session_id}/messages",
+    response_class=Response,
+    responses={**_START, 200: {**_START[200], "headers": _STARTED_HEADER}},
+    summary="Continue a session: start a run in it and stream its events",
+)
+async def post_message(
+    request: Request,
+    session_id: SessionId,
+    body: MessageRequest,
+    caller: CallerDep,
+    server: ServerDep,
+) -> Response:
+    """A run in the session (which starts with its first message): it sees the session's
+    earlier questions and answers. Streams and cancels as `POST /runs` does."""
+    return await _start(request, server, caller, body.query, session_id, body.strategy)
+
+
+@_api.get("/trajectories", summary="The trajectory files the server can open")
+async def get_trajectories(server: ServerDep) -> TrajectoryList:
+    """The most recent trajectory files in the server's trajectory folder, newest first;
+    open one with `GET /runs/{run_id}`."""
+    files = await anyio.to_thread.run_sync(
+        list_trajectories, server.trajectory_dir, server.settings.list_limit
+    )
+    return TrajectoryList(directory=str(server.trajectory_dir), files=files)
 
 
 class _App(FastAPI):
@@ -430,9 +467,9 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     return await http_exception_handler(request, exc)
 
 
-async def _run_refused(request: Request, exc: RunRefused) -> JSONResponse:
-    if exc.limit is not None:
-        body: ErrorBody = LimitErrorBody(detail=exc.detail, limit=exc.limit)
+def _refused(refusal: Refusal) -> JSONResponse:
+    if refusal.limit is not None:
+        body: ErrorBody = LimitErrorBody(detail=refusal.detail, limit=refusal.limit)
     else:
-        body = ErrorBody(detail=exc.detail)
-    return JSONResponse(body.model_dump(), status_code=exc.status)
+        body = ErrorBody(detail=refusal.detail)
+    return JSONResponse(body.model_dump(), status_code=refusal.status)

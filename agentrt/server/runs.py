@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -42,21 +43,20 @@ from agentrt.server.schemas import RunState, RunSummary
 from agentrt.server.trajectories import find_trajectory
 from agentrt.trajectory.format import Trajectory
 
-__all__ = ["RunHandle", "RunRefused", "RunRegistry"]
+__all__ = ["Refusal", "RunHandle", "RunRegistry"]
 
 log = get_logger("agentrt.server")
 
 
-class RunRefused(Exception):
-    """A run cannot start now; `status` and `detail` are what the client is told."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a run cannot start now: what the client is told."""
 
-    def __init__(
-        self, status: int, detail: str, *, limit: Literal["server", "token"] | None = None
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.limit = limit
+    status: int
+    """The HTTP status: 429 (a limit is full) or 409 (the session is busy)."""
+    detail: str
+    limit: Literal["server", "token"] | None = None
+    """Which limit is full, for a 429."""
 
 
 class RunHandle:
@@ -169,30 +169,29 @@ class RunRegistry:
     def session(self, session_id: str) -> list[RunHandle] | None:
         return self._sessions.get(session_id)
 
-    def admit(self, caller: str | None, session_id: str | None) -> None:
-        """Check that a run may start now.
-
-        :raises RunRefused: a limit is full (429), or the session has a run in progress (409)
-        """
+    def admit(self, caller: str | None, session_id: str | None) -> Refusal | None:
+        """Why a run may not start now, or None if it may: a limit is full (429), or the
+        session has a run in progress (409)."""
         if len(self._live) >= self.max_runs:
             msg = (
                 f"the server's runs in progress are at its limit (max_runs={self.max_runs}); "
                 "retry when one has finished"
             )
-            raise RunRefused(429, msg, limit="server")
+            return Refusal(429, msg, limit="server")
         if caller is not None and self._per_caller[caller] >= self.max_runs_per_token:
             msg = (
                 "this token's runs in progress are at its limit (max_runs_per_token="
                 f"{self.max_runs_per_token}); retry when one has finished"
             )
-            raise RunRefused(429, msg, limit="token")
+            return Refusal(429, msg, limit="token")
         if session_id is not None and session_id in self._session_live:
             busy = self._session_live[session_id]
             msg = (
                 f"session {session_id!r} has a run in progress ({busy.run_id}): wait for it "
                 "to finish or cancel it, so that the next message sees its answer"
             )
-            raise RunRefused(409, msg)
+            return Refusal(409, msg)
+        return None
 
     def start(
         self,

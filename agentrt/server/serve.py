@@ -24,12 +24,12 @@ class Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         app = config.app
-        if not isinstance(app, FastAPI) or not isinstance(
-            getattr(app.state, "registry", None), RunRegistry
-        ):
+        server = getattr(app.state, "server", None) if isinstance(app, FastAPI) else None
+        registry = getattr(server, "registry", None)
+        if not isinstance(registry, RunRegistry):
             msg = f"{app!r} is not an app made by agentrt.server.create_app"
             raise TypeError(msg)
-        self.registry: RunRegistry = app.state.registry
+        self.registry = registry
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.registry.cancel_all()
