@@ -10,6 +10,9 @@
     │   ├── StreamInterrupted ─ the answer broke off mid-stream; the turn may be retried
     │   └── ScriptExhausted ── a scripted model was asked for more turns than it has
     └── ToolError ─────────── raised by a tool: its message goes to the model verbatim
+        ├── ShellError ────── a virtual shell command failed (agentrt.knowledge.vfs)
+        ├── QueryRefused ──── a SQL statement was not run: `reason` says why (agentrt.sql.guard)
+        └── QueryTimeout ──── a SQL statement ran past its deadline and was stopped
 
 Inside a run nothing here escapes as an exception: failures become events, and the run ends
 with one `run_finished`. They escape only from set-up (loading a workspace, building a tool).
@@ -20,9 +23,12 @@ from __future__ import annotations
 __all__ = [
     "AgentrtError",
     "ModelError",
+    "QueryRefused",
+    "QueryTimeout",
     "RequestRejected",
     "RetriesExhausted",
     "ScriptExhausted",
+    "ShellError",
     "StreamInterrupted",
     "ToolDefinitionError",
     "ToolError",
@@ -70,3 +76,19 @@ class ScriptExhausted(ModelError):
 
 class ToolError(AgentrtError):
     """Raise inside a tool to tell the model what went wrong, in words it can act on."""
+
+
+class ShellError(ToolError):
+    """A command failed: the message, like a shell's, names the path or pattern at fault."""
+
+
+class QueryRefused(ToolError):
+    """The statement was not run. The message (and `reason`) says why, for the model."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class QueryTimeout(ToolError):
+    """The statement ran past its deadline and SQLite stopped it."""

@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrt.exceptions import ToolError
+from agentrt.exceptions import ShellError
 
-__all__ = ["ARTIFACT", "ShellError", "VirtualFiles", "files_of"]
+__all__ = ["ARTIFACT", "VirtualFiles", "files_of"]
 
 MAX_PATH = 512
 MAX_FILES = 1000
@@ -27,10 +27,6 @@ REGEX_SECONDS = 2.0
 
 ARTIFACT = "knowledge.vfs"
 """Where a run (or its session) keeps its virtual files, among its artifacts."""
-
-
-class ShellError(ToolError):
-    """A command failed: the message, like a shell's, names the path or pattern at fault."""
 
 
 @dataclass

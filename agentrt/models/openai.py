@@ -430,6 +430,10 @@ class _StreamChunk(BaseModel):
     error: Any = None
 
 
+# Not drawn in `agentrt.exceptions`, on purpose: tenacity decides whether to try again by the
+# type of what an attempt raised (`retry_if_exception_type`), so a retryable failure has to be
+# an exception of its own. It never leaves this module: `stream` turns the last one into
+# `RetriesExhausted`.
 class _Retryable(Exception):
     """A failure before the answer began that another attempt may not meet."""
 

@@ -25,11 +25,9 @@ allowed, and then only rows of the allowed tables), attach or set a PRAGMA) and 
 handler that stops it at the deadline. Rows are fetched lazily and at most `max_rows` of them:
 SQLite stops computing once the limit is reached.
 
-Errors:
-
-    ToolError
-    ├── QueryRefused ── the statement was not run: `reason` says why
-    └── QueryTimeout ── it ran past the deadline and was stopped
+Errors (drawn in `agentrt.exceptions`; both are `ToolError`s, so the model reads them):
+`QueryRefused` (the statement was not run: `reason` says why) and `QueryTimeout` (it ran past
+the deadline and was stopped).
 """
 
 from __future__ import annotations
@@ -45,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentrt.exceptions import ToolError, UserError
+from agentrt.exceptions import QueryRefused, QueryTimeout, ToolError, UserError
 from agentrt.sql.database import (
     Schema,
     connect_readonly,
@@ -61,9 +59,7 @@ __all__ = [
     "CheckedStatement",
     "Constraint",
     "GuardPolicy",
-    "QueryRefused",
     "QueryResult",
-    "QueryTimeout",
     "SqlGuard",
 ]
 
@@ -105,18 +101,6 @@ _FORBIDDEN_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "ed
 a connection may have them registered)."""
 _PROGRESS_STEPS = 1000
 """SQLite virtual-machine instructions between two looks at the clock."""
-
-
-class QueryRefused(ToolError):
-    """The statement was not run. The message (and `reason`) says why, for the model."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class QueryTimeout(ToolError):
-    """The statement ran past its deadline and SQLite stopped it."""
 
 
 class GuardPolicy(BaseModel):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentrt.exceptions import ShellError
 from agentrt.knowledge import vfs as vfs_module
-from agentrt.knowledge.vfs import ShellError, VirtualFiles
+from agentrt.knowledge.vfs import VirtualFiles
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import pytest
 
 from agentrt import ToolContext, ToolError, Workspace
-from agentrt.exceptions import WorkspaceError
+from agentrt.exceptions import QueryRefused, WorkspaceError
 from agentrt.sql.examples import Example, ExampleSelector, load_examples
 from agentrt.sql.grounding import SchemaIndex
-from agentrt.sql.guard import GuardPolicy, QueryRefused, SqlGuard
+from agentrt.sql.guard import GuardPolicy, SqlGuard
 from agentrt.vectors.embedder import Embedder
 
 COPILOT = Path(__file__).parents[2] / "workspaces" / "dbcopilot"

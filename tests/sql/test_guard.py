@@ -12,12 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentrt.exceptions import ToolError, UserError
+from agentrt.exceptions import QueryRefused, QueryTimeout, ToolError, UserError
 from agentrt.sql.guard import (
     CheckedStatement,
     GuardPolicy,
-    QueryRefused,
-    QueryTimeout,
     SqlGuard,
 )
 
