@@ -19,11 +19,16 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def describe_errors(
-    exc: ValidationError, *, root: str = "(root)", quote: bool = True, limit: int | None = None
+    exc: ValidationError,
+    *,
+    root: str | None = "(root)",
+    quote: bool = True,
+    limit: int | None = None,
 ) -> str:
     """`exc` as `field 'a.b': message; field 'c': message`.
 
-    :param root: what to call an error on the value as a whole (an empty location)
+    :param root: what to call an error on the value as a whole (an empty location), or None
+        to give such an error's message alone (`not JSON` says enough about a whole line)
     :param quote: write `field 'a.b'` (for people) rather than a bare `a.b` (for models)
     :param limit: report at most this many errors (the first ones), or None for all
     """
@@ -33,7 +38,10 @@ def describe_errors(
     parts = []
     for e in errors:
         where = ".".join(map(str, e["loc"])) or root
-        parts.append(f"field '{where}': {e['msg']}" if quote else f"{where}: {e['msg']}")
+        if where is None:
+            parts.append(e["msg"])
+        else:
+            parts.append(f"field '{where}': {e['msg']}" if quote else f"{where}: {e['msg']}")
     return "; ".join(parts)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import JsonValue, ValidationError
 from pydantic_core import to_jsonable_python
 
+from agentrt._validation import describe_errors
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.events import (
     GuardEvent,
@@ -148,9 +149,7 @@ class Executor:
         try:
             validated = tool.args_model.model_validate(piece.arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-            )
+            problems = describe_errors(exc, root="arguments", quote=False)
             schema = json.dumps(tool.definition.parameters.get("properties", {}))
             reason = (
                 f"Invalid arguments for {tool.name}: {problems}. "

@@ -16,10 +16,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.catalog.builtins import BUILTINS
 from agentrt.exceptions import WorkspaceError
 from agentrt.tool import Tool
@@ -139,23 +139,8 @@ def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
 
     The engine's built-in tools need no metadata.
     """
-    import yaml
-
-    capabilities = _load_model(folder / "capabilities.yaml", CapabilityMap, yaml.safe_load)
-    metadata: dict[str, tuple[ToolMetadata, Path]] = {}
-    pack_files = sorted((folder / "tools").glob("*.yaml"))
-    for path in pack_files:
-        entries = _load_yaml(path, yaml.safe_load)
-        if not isinstance(entries, list):
-            msg = f"{path}: expected a list of tool metadata, got {type(entries).__name__}"
-            raise WorkspaceError(msg)
-        for i, entry in enumerate(entries):
-            meta = _validate(path, ToolMetadata, entry, where=f"entry {i}")
-            if meta.name in metadata:
-                msg = f"{path}: metadata for {meta.name!r} is also in {metadata[meta.name][1]}"
-                raise WorkspaceError(msg)
-            metadata[meta.name] = (meta, path)
-
+    capabilities = load_yaml_model(folder / "capabilities.yaml", CapabilityMap)
+    metadata = _load_packs(folder / "tools")
     for name, tool in tools.items():
         if name not in BUILTINS and name not in metadata:
             msg = (
@@ -164,71 +149,75 @@ def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
             )
             raise WorkspaceError(msg)
     for name, (meta, path) in metadata.items():
-        live = tools.get(name)
-        if live is None:
-            msg = f"{path}: metadata for {name!r}, but the workspace has no tool of that name"
-            raise WorkspaceError(msg)
-        schema_params = set(live.args_model.model_fields)
-        for param in meta.params:
-            if param not in schema_params:
-                msg = (
-                    f"{path}: {name!r} lists param {param!r}, which tool {name!r} does not "
-                    f"take (it takes: {', '.join(sorted(schema_params)) or 'nothing'})"
-                )
-                raise WorkspaceError(msg)
-        for capability in meta.capabilities:
-            if capabilities.resolve(capability) is None:
-                msg = (
-                    f"{path}: {name!r} has capability {capability!r}, which "
-                    f"{folder / 'capabilities.yaml'} does not declare (nor as an alias)"
-                )
-                raise WorkspaceError(msg)
-    cues: dict[str, list[str]] = {}
-    cues_file = folder / "cues.yaml"
-    if cues_file.is_file():
-        loaded = _load_yaml(cues_file, yaml.safe_load)
-        if not isinstance(loaded, dict) or not all(
-            isinstance(v, list) and all(isinstance(w, str) for w in v) for v in loaded.values()
-        ):
-            msg = f"{cues_file}: expected a mapping of analysis label → list of words"
-            raise WorkspaceError(msg)
-        cues = {str(k): [w.lower() for w in v] for k, v in loaded.items()}
-        for label in cues:
-            if f"analysis.{label}" not in capabilities.requirements:
-                msg = (
-                    f"{cues_file}: cues for {label!r}, but {folder / 'capabilities.yaml'} "
-                    f"has no requirement 'analysis.{label}'"
-                )
-                raise WorkspaceError(msg)
+        _check_entry(meta, path, tools.get(name), capabilities, folder)
+    cues = _load_cues(folder, capabilities)
     metadata_only = {name: meta for name, (meta, _) in metadata.items()}
     return Registry(metadata_only, capabilities, cues)
 
 
-def _load_yaml(path: Path, load: Any) -> Any:
-    try:
-        return load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        msg = f"{path}: cannot be read: {exc.strerror}"
-        raise WorkspaceError(msg) from None
-    except Exception as exc:  # yaml.YAMLError, without importing yaml at module level
-        msg = f"{path}: not valid YAML: {exc}"
-        raise WorkspaceError(msg) from None
+def _load_packs(folder: Path) -> dict[str, tuple[ToolMetadata, Path]]:
+    """Every tool's metadata in `folder/*.yaml`, with the file it is in."""
+    metadata: dict[str, tuple[ToolMetadata, Path]] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        entries = load_yaml(path)
+        if not isinstance(entries, list):
+            msg = f"{path}: expected a list of tool metadata, got {type(entries).__name__}"
+            raise WorkspaceError(msg)
+        for i, entry in enumerate(entries):
+            meta = load_yaml_model(path, ToolMetadata, data=entry, where=f"entry {i}")
+            if meta.name in metadata:
+                msg = f"{path}: metadata for {meta.name!r} is also in {metadata[meta.name][1]}"
+                raise WorkspaceError(msg)
+            metadata[meta.name] = (meta, path)
+    return metadata
 
 
-def _load_model(path: Path, model: type[CapabilityMap], load: Any) -> CapabilityMap:
-    return _validate(path, model, _load_yaml(path, load), where=None)
+def _check_entry(
+    meta: ToolMetadata,
+    path: Path,
+    live: Tool | None,
+    capabilities: CapabilityMap,
+    folder: Path,
+) -> None:
+    """`meta` (from `path`) describes `live`, the tool of its name, in declared capabilities."""
+    name = meta.name
+    if live is None:
+        msg = f"{path}: metadata for {name!r}, but the workspace has no tool of that name"
+        raise WorkspaceError(msg)
+    schema_params = set(live.args_model.model_fields)
+    for param in meta.params:
+        if param not in schema_params:
+            msg = (
+                f"{path}: {name!r} lists param {param!r}, which tool {name!r} does not "
+                f"take (it takes: {', '.join(sorted(schema_params)) or 'nothing'})"
+            )
+            raise WorkspaceError(msg)
+    for capability in meta.capabilities:
+        if capabilities.resolve(capability) is None:
+            msg = (
+                f"{path}: {name!r} has capability {capability!r}, which "
+                f"{folder / 'capabilities.yaml'} does not declare (nor as an alias)"
+            )
+            raise WorkspaceError(msg)
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def _validate(path: Path, model: type[M], data: Any, *, where: str | None) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        at = f"{where}: " if where else ""
-        problems = "; ".join(
-            f"field '{'.'.join(map(str, e['loc'])) or '(root)'}': {e['msg']}" for e in exc.errors()
-        )
-        msg = f"{path}: {at}{problems}"
-        raise WorkspaceError(msg) from None
+def _load_cues(folder: Path, capabilities: CapabilityMap) -> dict[str, list[str]]:
+    """`folder/cues.yaml` (optional): per analysis label, lower-cased words."""
+    cues_file = folder / "cues.yaml"
+    if not cues_file.is_file():
+        return {}
+    loaded = load_yaml(cues_file)
+    if not isinstance(loaded, dict) or not all(
+        isinstance(v, list) and all(isinstance(w, str) for w in v) for v in loaded.values()
+    ):
+        msg = f"{cues_file}: expected a mapping of analysis label → list of words"
+        raise WorkspaceError(msg)
+    cues = {str(k): [w.lower() for w in v] for k, v in loaded.items()}
+    for label in cues:
+        if f"analysis.{label}" not in capabilities.requirements:
+            msg = (
+                f"{cues_file}: cues for {label!r}, but {folder / 'capabilities.yaml'} "
+                f"has no requirement 'analysis.{label}'"
+            )
+            raise WorkspaceError(msg)
+    return cues

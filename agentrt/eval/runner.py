@@ -36,6 +36,7 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agentrt._validation import describe_errors
 from agentrt.agent import Agent
 from agentrt.eval.scoring import (
     MatchMode,
@@ -294,9 +295,7 @@ def load_questions(path: Path) -> list[EvalQuestion]:
         try:
             questions.append(EvalQuestion.model_validate_json(line))
         except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
-            msg = f"{path}:{number}: {where + ': ' if where else ''}{error['msg']}"
+            msg = f"{path}:{number}: {describe_errors(exc, root=None, quote=False, limit=1)}"
             raise UserError(msg) from None
     ids = [q.id for q in questions]
     if duplicates := sorted({i for i in ids if ids.count(i) > 1}):

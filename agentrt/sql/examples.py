@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.exceptions import WorkspaceError
 from agentrt.vectors.cache import embed_cached
 from agentrt.vectors.embedder import Embedder
@@ -56,25 +57,16 @@ class Example(BaseModel):
 
 def load_examples(folder: Path) -> list[Example]:
     """Every example in `folder/*.yaml`; a bad file raises `WorkspaceError` naming it."""
-    import yaml
-
     examples: list[Example] = []
     for path in sorted(folder.glob("*.yaml")):
-        try:
-            entries: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            msg = f"{path}: not valid YAML: {exc}"
-            raise WorkspaceError(msg) from None
+        entries = load_yaml(path)
         if not isinstance(entries, list):
             msg = f"{path}: expected a list of examples, got {type(entries).__name__}"
             raise WorkspaceError(msg)
-        for i, entry in enumerate(entries):
-            try:
-                examples.append(Example.model_validate(entry))
-            except ValidationError as exc:
-                problems = "; ".join(e["msg"] for e in exc.errors())
-                msg = f"{path}: entry {i}: {problems}"
-                raise WorkspaceError(msg) from None
+        examples += (
+            load_yaml_model(path, Example, data=entry, where=f"entry {i}")
+            for i, entry in enumerate(entries)
+        )
     return examples
 
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agentrt._validation import describe_errors
 from agentrt._version import __version__
 from agentrt.events import (
     ClassifiedEvent,
@@ -106,7 +107,8 @@ class Trajectory(BaseModel):
         try:
             stamp = _Stamp.model_validate_json(lines[0])
         except ValidationError as exc:
-            msg = f"{path}:1: not a trajectory header: {exc.errors()[0]['msg']}"
+            problem = describe_errors(exc, root=None, quote=False, limit=1)
+            msg = f"{path}:1: not a trajectory header: {problem}"
             raise ValueError(msg) from None
         if stamp.format_version > FORMAT_VERSION:
             msg = (
@@ -124,7 +126,8 @@ class Trajectory(BaseModel):
         """Validate a file of today's format, given as its text lines or as parsed JSON."""
 
         def fault(number: int, what: str, exc: ValidationError) -> ValueError:
-            return ValueError(f"{path}:{number}: not {what}: {exc.errors()[0]['msg']}")
+            problem = describe_errors(exc, root=None, quote=False, limit=1)
+            return ValueError(f"{path}:{number}: not {what}: {problem}")
 
         first, rest = lines[0], lines[1:]
         try:

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agentrt._validation import describe_errors
 from agentrt.agent import Agent
 from agentrt.events import (
     ClassifiedEvent,
@@ -267,9 +268,8 @@ async def replay(
                 {**header.settings, "trajectory_dir": scratch, "session_store": None}
             )
         except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(map(str, problem["loc"]))
-            msg = f"the recorded settings do not fit today's agent: {where}: {problem['msg']}"
+            problem = describe_errors(exc, root=None, quote=False, limit=1)
+            msg = f"the recorded settings do not fit today's agent: {problem}"
             raise UserError(msg) from None
         model = recorded_model(trajectory)
         runner = RecordedTools(trajectory) if tools == "recorded" else run_tool

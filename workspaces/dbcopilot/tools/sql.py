@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agentrt import ToolContext, ToolError, tool
+from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.sql.examples import ExampleSelector, load_examples
 from agentrt.sql.grounding import SchemaIndex
 from agentrt.sql.guard import GuardPolicy, SqlGuard
@@ -39,15 +38,16 @@ class Copilot:
 
     @classmethod
     def from_config(cls, path: Path, cache: Path | None = None) -> Copilot:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = load_yaml(path) or {}
         database = os.environ.get("AGENTRT_COPILOT_DATABASE") or config.get("database")
         if not database:
             msg = f"no database: set `database` in {path} or AGENTRT_COPILOT_DATABASE"
             raise ToolError(msg)
         embedder = load_embedder(config.get("embedding_model"))
         grounding = config.get("grounding", {})
+        policy = load_yaml_model(path, GuardPolicy, data=config.get("policy", {}), where="policy")
         return cls(
-            guard=SqlGuard(database, GuardPolicy.model_validate(config.get("policy", {}))),
+            guard=SqlGuard(database, policy),
             index=SchemaIndex.build(database, embedder, cache, descriptions=config.get("notes")),
             examples=ExampleSelector.build(load_examples(WORKSPACE / "examples"), embedder, cache),
             budget=(
