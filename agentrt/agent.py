@@ -201,16 +201,27 @@ class Agent:
         header = self._header(run_id, request.query, request.session_id)
         return RunContext(run_id, self.model, header, writer)
 
-    def _tool_storage(self, ctx: RunContext, session_id: str | None) -> ToolStorage:
-        """What the run's tools keep: the session's artifacts (the run's own outside a
-        session), and files beside the run's trajectory (in the cache when none is kept)."""
+    def _executor(self, ctx: RunContext, toolbox: Toolbox, request: _Request) -> Executor:
+        """The run's executor, its tools' storage built from the run's session: the session's
+        artifacts (the run's own outside a session), and files beside the run's trajectory
+        (in the cache when none is kept)."""
         output_dir = (
             ctx.writer.path.with_suffix("")
             if ctx.writer is not None
             else (self.settings.cache_dir or cache_dir()) / "outputs" / ctx.run_id
         )
+        session_id = request.session_id
         artifacts = self.sessions.artifacts(session_id) if session_id else {}
-        return ToolStorage(artifacts, output_dir)
+        return Executor(
+            ctx,
+            toolbox,
+            scope=request.scope,
+            timeout=self.settings.tool_timeout,
+            max_concurrency=self.settings.max_concurrency,
+            max_observation_chars=self.settings.max_observation_chars,
+            storage=ToolStorage(artifacts, output_dir),
+            runner=self.tool_runner,
+        )
 
     async def _events(self, ctx: RunContext, request: _Request) -> AsyncGenerator[Event, None]:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
@@ -335,16 +346,7 @@ class Agent:
             step_budget=strategy.step_budget,
         )
         toolbox = Toolbox(ctx, tools, offered, session)
-        executor = Executor(
-            ctx,
-            toolbox,
-            scope=request.scope,
-            timeout=self.settings.tool_timeout,
-            max_concurrency=self.settings.max_concurrency,
-            max_observation_chars=self.settings.max_observation_chars,
-            storage=self._tool_storage(ctx, request.session_id),
-            runner=self.tool_runner,
-        )
+        executor = self._executor(ctx, toolbox, request)
         notes = (
             []
             if request.scope is None

@@ -116,16 +116,13 @@ class Tool:
         :param args_model: the argument model, when it is not to be read from the signature
             (with `context_param`, the parameter that receives the `ToolContext`)
         """
-        self.fn = fn
         import docstring_parser
 
+        self.fn = fn
         self.name = name or fn.__name__
         doc = docstring_parser.parse(inspect.getdoc(fn) or "")
         summary = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
         self.description = description or summary
-        if not self.description:
-            msg = f"tool {self.name!r} has no description: give the function a docstring"
-            raise ToolDefinitionError(msg)
         self.timeout = timeout
         self.ends_run = ends_run
         self.asks_user = asks_user
@@ -139,15 +136,7 @@ class Tool:
         """The parameter that receives the `ToolContext`, if the function takes one."""
         self.split = split
         self.text_param = _text_param(self.args_model)
-        if split is not None and self.text_param is None:
-            msg = (
-                f"tool {self.name!r} declares split={split!r}, which needs exactly one required "
-                f"str parameter to receive each part"
-            )
-            raise ToolDefinitionError(msg)
-        if ends_run and "answer" not in self.args_model.model_fields:
-            msg = f"tool {self.name!r} ends the run, so it needs an `answer` parameter"
-            raise ToolDefinitionError(msg)
+        self._check()
         self.definition = ToolDefinition(
             name=self.name,
             description=self.description,
@@ -159,6 +148,21 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+    def _check(self) -> None:
+        """Refuse a declaration the model could not use."""
+        if not self.description:
+            msg = f"tool {self.name!r} has no description: give the function a docstring"
+            raise ToolDefinitionError(msg)
+        if self.split is not None and self.text_param is None:
+            msg = (
+                f"tool {self.name!r} declares split={self.split!r}, which needs exactly one "
+                f"required str parameter to receive each part"
+            )
+            raise ToolDefinitionError(msg)
+        if self.ends_run and "answer" not in self.args_model.model_fields:
+            msg = f"tool {self.name!r} ends the run, so it needs an `answer` parameter"
+            raise ToolDefinitionError(msg)
 
     def bind(self, name: str, description: str, arguments: Mapping[str, Any]) -> Tool:
         """A new tool that calls this one with `arguments` fixed; the model gives the rest.
