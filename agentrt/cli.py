@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from contextlib import ExitStack
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, get_args
@@ -33,6 +34,7 @@ from agentrt.agent import Agent
 from agentrt.eval.folder import EvalFolder, EvalIdentity, EvalReport
 from agentrt.eval.ray import ray_runner
 from agentrt.eval.runner import (
+    EvalQuestion,
     EvalResult,
     EvalSpec,
     EvalSummary,
@@ -78,6 +80,16 @@ DEMO_QUESTION = (
 
 def main() -> None:
     app()
+
+
+@contextmanager
+def _usage_errors() -> Iterator[None]:
+    """A `UserError` inside is a usage error: its message on stderr, exit status 2."""
+    try:
+        yield
+    except UserError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
 
 
 def _counting(*, disable: bool = False) -> Progress:
@@ -298,11 +310,8 @@ def replay(
     from agentrt.trajectory.replay import replay_files, trajectory_files
 
     configure_logging()
-    try:
+    with _usage_errors():
         files = trajectory_files(path)
-    except UserError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
     out = Console(soft_wrap=True, highlight=False)
     with _counting(disable=len(files) < 2) as progress:
         task = progress.add_task("replaying", total=len(files))
@@ -318,6 +327,15 @@ def replay(
         reports = anyio.run(
             lambda: replay_files(files, workspace=workspace, tools=tools, on_report=done)
         )
+    _print_replay_summary(out, reports, tools, as_json=as_json)
+    raise typer.Exit(0 if all(r.outcome == "same" for r in reports) else 1)
+
+
+def _print_replay_summary(
+    out: Console, reports: list[ReplayReport], tools: ToolSource, *, as_json: bool
+) -> None:
+    """How many runs replayed the same, differ, or could not be replayed (as JSON: with
+    every run's report)."""
     counts = Counter(r.outcome for r in reports)
     if as_json:
         payload = {
@@ -331,7 +349,6 @@ def replay(
             f"{len(reports)} run(s), tools {tools}: {counts['same']} same, "
             f"{counts['differs']} differ, {counts['error']} could not be replayed"
         )
-    raise typer.Exit(0 if counts["same"] == len(reports) else 1)
 
 
 def _print_replay(out: Console, report: ReplayReport) -> None:
@@ -406,72 +423,86 @@ def evaluate(
     if address is not None and backend is not EvalBackend.ray:
         err.print("[red]error:[/] --address is for --backend ray")
         raise typer.Exit(2)
-    try:
+    root = workspace.resolve() if workspace else None
+    with _usage_errors():
         questions = load_questions(path)
-        spec = EvalSpec(
-            model=model,
-            workspace=workspace.resolve() if workspace else None,
-            output=folder.root.resolve(),
-        )
-        evaluator = Evaluator(spec)
+        evaluator = Evaluator(EvalSpec(model=model, workspace=root, output=folder.root.resolve()))
         evaluator.check(questions)
-        identity = EvalIdentity(
-            dataset=str(path),
-            model=model,
-            workspace=str(spec.workspace) if spec.workspace else None,
-        )
+        identity = EvalIdentity(dataset=str(path), model=model, workspace=root and str(root))
         done = folder.open(identity, restart=restart)
-    except UserError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
-    todo = [q for q in questions if q.id not in done]
-    if len(todo) < len(questions):
-        err.print(
-            f"{len(questions) - len(todo)} of {len(questions)} already done, running {len(todo)}"
-        )
-
-    async def main() -> list[EvalResult]:
-        with ExitStack() as stack:
-            if backend is EvalBackend.ray:
-                run_one = stack.enter_context(ray_runner(spec, address=address))
-            else:
-                await _prepare(evaluator.models())
-                run_one = evaluator.run
-            progress = stack.enter_context(_counting())
-            task = progress.add_task(
-                f"{path.name} · {model} · {backend.value}",
-                total=len(questions),
-                completed=len(questions) - len(todo),
-            )
-
-            def finished(result: EvalResult) -> None:
-                folder.append(result)
-                progress.advance(task)
-
-            return await run_questions(todo, run_one, concurrency=concurrency, on_result=finished)
-
-    try:
-        fresh = {r.id: r for r in anyio.run(main)}
-    except UserError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        err.print(
-            f"interrupted: the finished results are kept in {folder.results_log}; rerun to resume"
-        )
-        raise typer.Exit(130) from None
-    results = [done.get(q.id) or fresh[q.id] for q in questions]
+    label = f"{path.name} · {model} · {backend.value}"
+    runner = _EvalRun(evaluator, folder, label, backend, address, concurrency)
+    results = _run_eval(questions, done, runner)
     report = EvalReport(evaluation=identity, summary=summarize(results), results=results)
+    _show_eval_report(folder, report, as_json=as_json)
+
+
+def _show_eval_report(folder: EvalFolder, report: EvalReport, *, as_json: bool) -> None:
+    """Write the report into the folder (JSON and HTML); print it as tables, or as JSON."""
     folder.write_report(report)
     _write_html_report(folder, report)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
-    tables = [_results_table(results), _summary_table(report.summary, model)]
+    results = report.results
+    tables = [_results_table(results), _summary_table(report.summary, report.evaluation.model)]
     if any(r.metrics for r in results):
         tables.insert(1, _pipeline_table(results))
     Console().print(*tables)
     err.print(f"results: {folder.results_json} · report: {folder.report_html}", highlight=False)
+
+
+def _run_eval(
+    questions: list[EvalQuestion], done: dict[str, EvalResult], runner: _EvalRun
+) -> list[EvalResult]:
+    """Every question's result, in order: those `done` already, the others run now."""
+    todo = [q for q in questions if q.id not in done]
+    if len(todo) < len(questions):
+        err.print(
+            f"{len(questions) - len(todo)} of {len(questions)} already done, running {len(todo)}"
+        )
+    try:
+        with _usage_errors():
+            fresh = {r.id: r for r in anyio.run(runner.run, todo, len(questions))}
+    except KeyboardInterrupt:
+        err.print(
+            "interrupted: the finished results are kept in "
+            f"{runner.folder.results_log}; rerun to resume"
+        )
+        raise typer.Exit(130) from None
+    return [done.get(q.id) or fresh[q.id] for q in questions]
+
+
+@dataclass(frozen=True, slots=True)
+class _EvalRun:
+    """How `agentrt eval` runs its questions: where, how many at once, where results go."""
+
+    evaluator: Evaluator
+    folder: EvalFolder
+    label: str
+    backend: EvalBackend
+    address: str | None
+    concurrency: int
+
+    async def run(self, todo: list[EvalQuestion], total: int) -> list[EvalResult]:
+        """Run `todo` (of `total` questions), each result kept in the folder as it comes."""
+        with ExitStack() as stack:
+            if self.backend is EvalBackend.ray:
+                spec = self.evaluator.spec
+                run_one = stack.enter_context(ray_runner(spec, address=self.address))
+            else:
+                await _prepare(self.evaluator.models())
+                run_one = self.evaluator.run
+            progress = stack.enter_context(_counting())
+            task = progress.add_task(self.label, total=total, completed=total - len(todo))
+
+            def finished(result: EvalResult) -> None:
+                self.folder.append(result)
+                progress.advance(task)
+
+            return await run_questions(
+                todo, run_one, concurrency=self.concurrency, on_result=finished
+            )
 
 
 def _write_html_report(folder: EvalFolder, report: EvalReport) -> None:
@@ -620,20 +651,15 @@ def serve(
             f"[red]error:[/] the server needs its extra: pip install 'agentrt[server]' ({exc})"
         )
         raise typer.Exit(2) from None
-    try:
+    with _usage_errors():
         check_exposure(host, tokens)
         agent = Agent(
-            workspace,
-            model=_load_model(model),
-            settings=AgentSettings(trajectory_dir=trajectories),
+            workspace, model=_load_model(model), settings=AgentSettings(trajectory_dir=trajectories)
         )
-        application = create_app(
-            agent,
-            ServerSettings(tokens=tokens, max_runs=max_runs, max_runs_per_token=max_runs_per_token),
+        limits = ServerSettings(
+            tokens=tokens, max_runs=max_runs, max_runs_per_token=max_runs_per_token
         )
-    except UserError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        application = create_app(agent, limits)
     import uvicorn
 
     # On Ctrl-C the runs in progress are cancelled, their streams ended with run_finished; a
