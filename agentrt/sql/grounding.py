@@ -41,7 +41,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -494,45 +494,13 @@ class SchemaIndex:
     ) -> Grounding:
         """`ground` with the texts already embedded (one row of `vectors` per text, each text
         weighted by its `weights` entry)."""
-        score = self._similarities(vectors, weights)
-        literal: set[int] = set()
-        anchors: set[str] = set()  # the tables the dialogue names, or names a value of
-        for text, weight in zip(texts, weights, strict=True):
-            for i in self._literal_matches(text):
-                literal.add(i)
-                score[i] = max(score.get(i, 0.0), LITERAL_SCORE * weight)
-            said = {_stem(w) for w in normalize_value(text).split()}
-            for i, named in self._names:
-                if named <= said:
-                    anchors.add(self.items[i].table)
-                    score[i] = max(score.get(i, 0.0), NAMED_SCORE * weight)
-
-        anchors |= self._value_anchors(literal, anchors)
-
-        # Upward: a value lifts its column, a column its table.
-        for i in range(self._ranges["value"].start, len(self.items)):
-            if i in score:
-                item = self.items[i]
-                column = self._position[("column", item.table, item.column or "")]
-                # A value the other anchors place in another table is weak evidence for this
-                # one: "Turin" of a customer, when the question is about a store's staff.
-                sure = i in literal and item.table in anchors
-                share = VALUE_TO_COLUMN if sure else SIMILAR_VALUE_TO_COLUMN
-                score[column] = max(score.get(column, 0.0), share * score[i])
-        table_score: dict[str, float] = {}
-        for i in range(self._ranges["table"].start, self._ranges["table"].stop):
-            table_score[self.items[i].table] = score.get(i, 0.0)
-        for i in range(self._ranges["column"].start, self._ranges["column"].stop):
-            name = self.items[i].table
-            lifted = COLUMN_TO_TABLE * score.get(i, 0.0)
-            table_score[name] = max(table_score.get(name, 0.0), lifted)
-
+        score, literal, anchors = self._direct_scores(texts, vectors, weights)
+        table_score = self._lift(score, literal, anchors)
         chosen, bridges = self._choose_tables(table_score, anchors, tables)
         picked_columns, join_set = self._choose_columns(
             chosen, anchors, bridges, table_score, score, columns
         )
         chosen_set = set(chosen)
-
         value_rank = sorted(
             (
                 i
@@ -541,7 +509,6 @@ class SchemaIndex:
             ),
             key=lambda i: (i not in literal, -score[i]),
         )[:values]
-
         return Grounding(
             question=question,
             tables=[GroundedTable(name=n, score=round(table_score[n], 4)) for n in chosen],
@@ -568,6 +535,49 @@ class SchemaIndex:
                 for i in value_rank
             ],
         )
+
+    def _direct_scores(
+        self, texts: Sequence[str], vectors: npt.NDArray[np.float32], weights: Sequence[float]
+    ) -> tuple[dict[int, float], set[int], set[str]]:
+        """Each item's own score (similar, a literal value, or named), the items whose value
+        the dialogue holds literally, and the tables it names or names a value of."""
+        score = self._similarities(vectors, weights)
+        literal: set[int] = set()
+        anchors: set[str] = set()  # the tables the dialogue names, or names a value of
+        for text, weight in zip(texts, weights, strict=True):
+            for i in self._literal_matches(text):
+                literal.add(i)
+                score[i] = max(score.get(i, 0.0), LITERAL_SCORE * weight)
+            said = {_stem(w) for w in normalize_value(text).split()}
+            for i, named in self._names:
+                if named <= said:
+                    anchors.add(self.items[i].table)
+                    score[i] = max(score.get(i, 0.0), NAMED_SCORE * weight)
+        anchors |= self._value_anchors(literal, anchors)
+        return score, literal, anchors
+
+    def _lift(
+        self, score: dict[int, float], literal: set[int], anchors: set[str]
+    ) -> dict[str, float]:
+        """Scores upward: a value lifts its column (in `score`), a column its table; the
+        tables' scores."""
+        for i in range(self._ranges["value"].start, len(self.items)):
+            if i in score:
+                item = self.items[i]
+                column = self._position[("column", item.table, item.column or "")]
+                # A value the other anchors place in another table is weak evidence for this
+                # one: "Turin" of a customer, when the question is about a store's staff.
+                sure = i in literal and item.table in anchors
+                share = VALUE_TO_COLUMN if sure else SIMILAR_VALUE_TO_COLUMN
+                score[column] = max(score.get(column, 0.0), share * score[i])
+        table_score: dict[str, float] = {}
+        for i in range(self._ranges["table"].start, self._ranges["table"].stop):
+            table_score[self.items[i].table] = score.get(i, 0.0)
+        for i in range(self._ranges["column"].start, self._ranges["column"].stop):
+            name = self.items[i].table
+            lifted = COLUMN_TO_TABLE * score.get(i, 0.0)
+            table_score[name] = max(table_score.get(name, 0.0), lifted)
+        return table_score
 
     def _value_anchors(self, literal: set[int], named: set[str]) -> set[str]:
         """The tables of the values found word for word. A value held by several tables
@@ -704,25 +714,14 @@ class SchemaIndex:
         for table in core:
             take(self._join_path(table, grounded, chosen))
             grounded.add(table)
-        for key in self.schema.foreign_keys:
-            if key.table in core and key.ref_table in core:
-                take(self._key_columns(key))
+        for path in self._keys_between(core):
+            take(path)
 
-        worth = {
-            i: score.get(i, 0.0) + TABLE_IN_COLUMN * table_score[self.items[i].table]
-            for i in range(self._ranges["column"].start, self._ranges["column"].stop)
-            if self.items[i].table in chosen
-        }
-        pairs = self._anchor_pairs(chosen, anchors)
-        for table in core:
-            if table in bridges and not any(
-                0 < self._routes_through(table, a, b) == self._routes[a][b] for a, b in pairs
-            ):
-                continue
+        worth = self._column_worth(chosen, table_score, score)
+        for table in self._counted_tables(core, chosen, anchors, bridges):
             own = [i for i in worth if self.items[i].table == table and _holds_data(self.items[i])]
             if own and not picked.keys() & own:
-                best = max(own, key=worth.__getitem__)
-                take(self._join_path(table, grounded, chosen), best)
+                take(self._join_path(table, grounded, chosen), max(own, key=worth.__getitem__))
 
         ranked = sorted(worth, key=lambda i: -worth[i])
         for i in [i for i in ranked if self.items[i].table in core] + ranked:
@@ -730,10 +729,43 @@ class SchemaIndex:
                 break
             take(self._join_path(self.items[i].table, grounded, chosen), i)
 
-        for key in self.schema.foreign_keys:
-            if key.table in grounded and key.ref_table in grounded:
-                take(self._key_columns(key))
+        for path in self._keys_between(grounded):
+            take(path)
         return sorted(picked, key=lambda i: i not in joins), joins
+
+    def _keys_between(self, tables: Collection[str]) -> list[list[int]]:
+        """The columns of each foreign key between two of `tables`."""
+        return [
+            self._key_columns(key)
+            for key in self.schema.foreign_keys
+            if key.table in tables and key.ref_table in tables
+        ]
+
+    def _column_worth(
+        self,
+        chosen: Mapping[str, float],
+        table_score: Mapping[str, float],
+        score: Mapping[int, float],
+    ) -> dict[int, float]:
+        """Each column of the chosen tables: its own score plus a share of its table's."""
+        return {
+            i: score.get(i, 0.0) + TABLE_IN_COLUMN * table_score[self.items[i].table]
+            for i in range(self._ranges["column"].start, self._ranges["column"].stop)
+            if self.items[i].table in chosen
+        }
+
+    def _counted_tables(
+        self, core: list[str], chosen: Mapping[str, float], anchors: set[str], bridges: set[str]
+    ) -> list[str]:
+        """The core tables whose best data column is wanted: the anchors, and the bridges
+        that every shortest route between two anchors crosses."""
+        pairs = self._anchor_pairs(chosen, anchors)
+        return [
+            table
+            for table in core
+            if table not in bridges
+            or any(0 < self._routes_through(table, a, b) == self._routes[a][b] for a, b in pairs)
+        ]
 
     def _join_path(self, start: str, grounded: set[str], chosen: Mapping[str, float]) -> list[int]:
         """The join columns of a shortest path from `start` to a grounded table, through chosen
