@@ -243,6 +243,8 @@ class _Dag:
                 self.ctx.emit(
                     PlanInvalidEvent, attempt=attempt, problems=plan.problems, repairing=repairing
                 )
+                if not repairing and kernel.tokens_spent:
+                    return kernel.result("budget_exhausted")
                 if not repairing:
                     reason = f"no valid plan after {attempt} attempt(s): {plan.problems[0]}"
                     return await self._fall_back(reason)
