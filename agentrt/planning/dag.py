@@ -45,7 +45,7 @@ from agentrt.parsing.plans import PlanStreamParser
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Invalid, Kernel, plan_tools
 from agentrt.planning.react import run_react
-from agentrt.planning.references import ReferenceProblem, references, resolve
+from agentrt.planning.references import Unresolved, references, resolve
 from agentrt.strategy import DagStrategy
 from agentrt.tool import Tool
 
@@ -404,10 +404,9 @@ class _Dag:
                 raise KeyError(name)
             return outcome.output
 
-        try:
-            args = resolve(node.args, result, set(node.depends_on))
-        except ReferenceProblem as exc:
-            reason = f"node {node.id}: {exc}"
+        args = resolve(node.args, result, set(node.depends_on))
+        if isinstance(args, Unresolved):
+            reason = f"node {node.id}: {args.problem}"
             self.ctx.emit(
                 ToolCallInvalidEvent,
                 step=attempt,

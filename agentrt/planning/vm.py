@@ -40,7 +40,7 @@ from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Invalid, Kernel, plan_tools
 from agentrt.planning.react import run_react
-from agentrt.planning.references import ReferenceProblem, expressions, references, resolve
+from agentrt.planning.references import Unresolved, expressions, references, resolve
 from agentrt.strategy import VmPolicy, VmStrategy
 from agentrt.tool import Tool
 
@@ -348,15 +348,15 @@ class _Vm:
         p = ins.parameters
         writes: dict[str, JsonValue] = {}
         following = ins.seq_no + 1
-        try:
-            if ins.type == "assign":
-                writes = {name: resolve(value, self.store.__getitem__) for name, value in p.items()}
-                self.store.update(writes)
-            elif ins.type == "jmp":
-                following = await self._jump(attempt, ins)
-        except ReferenceProblem as exc:
-            msg = f"seq_no {ins.seq_no} ({ins.type}): {exc}"
-            raise ProgramFailed(msg) from None
+        if ins.type == "assign":
+            resolved = resolve(p, self.store.__getitem__)
+            if isinstance(resolved, Unresolved):
+                msg = f"seq_no {ins.seq_no} (assign): {resolved.problem}"
+                raise ProgramFailed(msg)
+            writes = resolved
+            self.store.update(writes)
+        elif ins.type == "jmp":
+            following = await self._jump(attempt, ins)
         self.ctx.emit(
             VmInstructionEvent,
             seq_no=ins.seq_no,
@@ -372,6 +372,10 @@ class _Vm:
             return int(p["target_seq"])  # type: ignore[arg-type]
         question = resolve(p["condition_prompt"], self.store.__getitem__)
         context = resolve(p.get("context"), self.store.__getitem__)
+        for value in (question, context):
+            if isinstance(value, Unresolved):
+                msg = f"seq_no {ins.seq_no} (jmp): {value.problem}"
+                raise ProgramFailed(msg)
         content = question if context is None else f"{question}\n\nContext:\n{context}"
         request = ModelRequest(
             messages=[
@@ -434,10 +438,9 @@ class _Vm:
         # A step run again by a loop gets a fresh call id.
         runs = self._runs[ins.seq_no] = self._runs.get(ins.seq_no, 0) + 1
         call_id = f"vm{ins.seq_no}" if runs == 1 else f"vm{ins.seq_no}.{runs}"
-        try:
-            params = resolve(p.get("tool_params", {}), self.store.__getitem__)
-        except ReferenceProblem as exc:
-            return f"seq_no {ins.seq_no} (calling {tool}): {exc}"
+        params = resolve(p.get("tool_params", {}), self.store.__getitem__)
+        if isinstance(params, Unresolved):
+            return f"seq_no {ins.seq_no} (calling {tool}): {params.problem}"
         outcome = await self.kernel.call_tool(
             tool, params, raw=json.dumps(p, ensure_ascii=False), step=attempt, call_id=call_id
         )
