@@ -26,7 +26,7 @@ import anyio
 from agentrt.catalog.builtins import BUILTINS
 from agentrt.catalog.index import ToolIndex, narrow
 from agentrt.catalog.toolbox import Toolbox
-from agentrt.classify import ClassificationFailed, classify
+from agentrt.classify import Unclassified, classify
 from agentrt.events import (
     ClassifiedEvent,
     Event,
@@ -41,7 +41,7 @@ from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.models.weights import cache_dir
-from agentrt.planning import PLANNERS, PlannerInput
+from agentrt.planning import PlannerInput, PlannerResult, run_planner
 from agentrt.run import RunContext
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
@@ -253,6 +253,7 @@ class Agent:
         status: RunStatus = "cancelled"
         answer: str | None = None
         error: str | None = None
+        steps = 0
         session = self.sessions.get(request.session_id) if request.session_id else None
         try:
             with cancel:
@@ -267,7 +268,13 @@ class Agent:
                     strategy, suggested = await self._choose_strategy(
                         ctx, request.query, request.strategy
                     )
-                    status, answer = await self._plan(ctx, strategy, request, session, suggested)
+                    result = await self._plan(ctx, strategy, request, session, suggested)
+                    status, answer, error, steps = (
+                        result.status,
+                        result.answer,
+                        result.error,
+                        result.steps,
+                    )
                 except Exception as exc:
                     status, error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, AgentrtError):  # ours explain themselves; log bugs
@@ -280,7 +287,7 @@ class Agent:
                 status=status,
                 answer=answer,
                 error=error,
-                steps=ctx.steps,
+                steps=steps,
                 usage=ctx.usage,
                 timings=Timings(
                     total=round(ctx.elapsed(), 6),
@@ -307,12 +314,11 @@ class Agent:
         if forced is not None:
             ctx.emit(ClassifiedEvent, query_type=forced, method="forced")
             return strategies[forced], []
-        try:
-            c = await classify(ctx, self.workspace, query)
-        except ClassificationFailed as exc:
+        c = await classify(ctx, self.workspace, query)
+        if isinstance(c, Unclassified):
             fallback = self.settings.default_strategy
-            ctx.log.warning("classification failed", reason=str(exc))
-            ctx.emit(ClassifiedEvent, query_type=fallback, method="fallback", reason=str(exc))
+            ctx.log.warning("classification failed", reason=c.reason)
+            ctx.emit(ClassifiedEvent, query_type=fallback, method="fallback", reason=c.reason)
             return strategies[fallback], []
         ctx.emit(
             ClassifiedEvent,
@@ -330,7 +336,7 @@ class Agent:
         request: _Request,
         session: Session | None,
         suggested: list[str],
-    ) -> tuple[RunStatus, str | None]:
+    ) -> PlannerResult:
         offered = await self._narrow(strategy, request.query)
         tools = self.workspace.tools
         ctx.header = ctx.header.model_copy(
@@ -355,27 +361,22 @@ class Agent:
         if suggested:
             # A priority, not a filter: the classifier sees only the question.
             notes.append(self.workspace.render("suggested_contexts.j2", contexts=suggested))
-        result = await PLANNERS[strategy.planner](
-            PlannerInput(
-                ctx=ctx,
-                executor=executor,
-                tools=toolbox,
-                prompt=functools.partial(self._prompt, strategy),
-                notes=notes,
-                query=request.query,
-                history=(
-                    fit_history(session.messages, self.settings.history_tokens)
-                    if session is not None
-                    else []
-                ),
-                step_budget=strategy.step_budget,
-                settings=self.settings,
-                strategy=strategy,
-                workspace=self.workspace,
-                retrieve=self._retrieve,
-            )
+        task = PlannerInput(
+            ctx=ctx,
+            executor=executor,
+            tools=toolbox,
+            prompt=functools.partial(self._prompt, strategy),
+            notes=notes,
+            query=request.query,
+            history=(
+                fit_history(session.messages, self.settings.history_tokens)
+                if session is not None
+                else []
+            ),
+            step_budget=strategy.step_budget,
+            settings=self.settings,
         )
-        return result.status, result.answer
+        return await run_planner(task, strategy, self.workspace, self._retrieve)
 
     async def _narrow(self, strategy: Strategy, query: str) -> list[NarrowedTool]:
         """The tools a run of `strategy` offers for `query` (see `agentrt.catalog.index.narrow`)."""
@@ -397,11 +398,12 @@ class Agent:
                 safety=strategy.safety,
                 cap=strategy.max_tools,
             )
-        # Beside a strategy's own tool that ends the run (`finish_retrieval`), `finish` is a way
-        # to end it without what that tool asks for (cited chunks): offer it only when listed.
+        # Beside a strategy's own tool that ends the run (`finish_retrieval`), the built-in one
+        # (`finish`) is a way to end it without what that tool asks for (cited chunks): offer
+        # it only when listed.
         tools = self.workspace.tools
-        ends_own_way = any(tools[n].ends_run for n in template if n != "finish")
-        builtin = ["finish"] if "finish" in template or not ends_own_way else []
+        ends_own_way = any(tools[n].ends_run for n in template if n not in BUILTINS)
+        builtin = [n for n in BUILTINS if tools[n].ends_run and (n in template or not ends_own_way)]
         if strategy.planner == "vm":
             # A vm program's steps lean on llm_generate: its planner always has it.
             builtin.append("llm_generate")

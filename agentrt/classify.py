@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrt.exceptions import ModelError
 from agentrt.models.base import Message, ModelRequest
+from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.run import RunContext
 from agentrt.strategy import Strategy
 from agentrt.workspace import Workspace
 
-__all__ = ["Classification", "ClassificationFailed", "classification_schema", "classify"]
+__all__ = ["Classification", "Unclassified", "classification_schema", "classify"]
 
 
-class ClassificationFailed(Exception):
-    """The classifier gave no usable answer; the message says why. The run falls back."""
+@dataclass(frozen=True, slots=True)
+class Unclassified:
+    """The classifier gave no usable answer: the run falls back to the default strategy."""
+
+    reason: str
 
 
 class Classification(BaseModel):
@@ -49,8 +54,10 @@ def classification_schema(
     }
 
 
-async def classify(ctx: RunContext, workspace: Workspace, query: str) -> Classification:
-    """Classify the query, or raise `ClassificationFailed` saying why."""
+async def classify(
+    ctx: RunContext, workspace: Workspace, query: str
+) -> Classification | Unclassified:
+    """Classify the query, or say why it could not be."""
     strategies = workspace.strategies
     request = ModelRequest(
         messages=[
@@ -70,20 +77,14 @@ async def classify(ctx: RunContext, workspace: Workspace, query: str) -> Classif
     try:
         text = await ctx.complete(request)
     except ModelError as exc:
-        msg = f"the model call failed: {exc}"
-        raise ClassificationFailed(msg) from exc
+        return Unclassified(f"the model call failed: {exc}")
     try:
-        result = Classification.model_validate_json(_json_object(text))
+        result = Classification.model_validate(find_json(text, object_only=True))
+    except JSONProblem as exc:
+        return Unclassified(f"the answer did not fit the schema ({exc}): {text[:200]!r}")
     except ValidationError as exc:
         msg = f"the answer did not fit the schema ({exc.errors()[0]['msg']}): {text[:200]!r}"
-        raise ClassificationFailed(msg) from None
+        return Unclassified(msg)
     if result.query_type not in strategies:
-        msg = f"unknown query type {result.query_type!r}"
-        raise ClassificationFailed(msg)
+        return Unclassified(f"unknown query type {result.query_type!r}")
     return result
-
-
-def _json_object(text: str) -> str:
-    """The outermost `{…}` of an answer: small models wrap JSON in fences or prose."""
-    start, end = text.find("{"), text.rfind("}")
-    return text[start : end + 1] if 0 <= start < end else text

@@ -209,7 +209,8 @@ class ToolCallEvent(EventBase):
     name: str
     arguments: dict[str, JsonValue]
     """As the model wrote them (the tool receives them validated, defaults filled in)."""
-    format: Literal["tag", "hermes", "json", "native"]
+    format: Literal["tag", "hermes", "json", "native", "plan"]
+    """How the call was written; `plan`: a step of a `dag`, `vm` or `pipeline` plan."""
     depends_on: list[str] = Field(default_factory=list)
     """Calls whose results this one waits for (the edges of a plan); empty in `react`."""
 

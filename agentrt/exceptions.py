@@ -9,13 +9,17 @@
     │   ├── RetriesExhausted ─ 429s, 5xx or network errors outlasted the retries
     │   ├── StreamInterrupted ─ the answer broke off mid-stream; the turn may be retried
     │   └── ScriptExhausted ── a scripted model was asked for more turns than it has
+    ├── PlanFailed ────────── a planner could not carry its plan out; the run ends `error`
+    │   ├── ProgramFailed ─── a `vm` program's step could not complete
+    │   └── PipelineFailed ── no `pipeline` plan covers the question, or it could not run
     └── ToolError ─────────── raised by a tool: its message goes to the model verbatim
         ├── ShellError ────── a virtual shell command failed (agentrt.knowledge.vfs)
         ├── QueryRefused ──── a SQL statement was not run: `reason` says why (agentrt.sql.guard)
         └── QueryTimeout ──── a SQL statement ran past its deadline and was stopped
 
-Inside a run nothing here escapes as an exception: failures become events, and the run ends
-with one `run_finished`. They escape only from set-up (loading a workspace, building a tool).
+Inside a run nothing here escapes as an exception: a planner's failures (`ModelError`,
+`PlanFailed`) end it with status `error`, and the run ends with one `run_finished`. They
+escape only from set-up (loading a workspace, building a tool).
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from __future__ import annotations
 __all__ = [
     "AgentrtError",
     "ModelError",
+    "PipelineFailed",
+    "PlanFailed",
+    "ProgramFailed",
     "QueryRefused",
     "QueryTimeout",
     "RequestRejected",
@@ -72,6 +79,18 @@ class StreamInterrupted(ModelError):
 
 class ScriptExhausted(ModelError):
     """A scripted model was asked for a turn beyond the end of its script."""
+
+
+class PlanFailed(AgentrtError):
+    """A planner could not carry its plan out; the message says which step and why."""
+
+
+class ProgramFailed(PlanFailed):
+    """A `vm` program's step could not complete; the message names the step."""
+
+
+class PipelineFailed(PlanFailed):
+    """The pipeline could not produce a plan that covers the question, or run it."""
 
 
 class ToolError(AgentrtError):

@@ -42,8 +42,6 @@ class RunContext:
         self.writer = writer
         self._send: MemoryObjectSendStream[Event] | None = None
         self._seq = 0
-        self.steps = 0
-        """Turns taken so far."""
         self.started = time.perf_counter()
         self.usage = Usage()
         self.model_time = 0.0

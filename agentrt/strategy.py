@@ -9,20 +9,24 @@ type.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.events import PipelineStep
 from agentrt.exceptions import WorkspaceError
 
 __all__ = [
+    "CommonError",
     "DagPolicy",
     "DagStrategy",
+    "DatasetProtocol",
     "PipelinePolicy",
     "PipelineStrategy",
+    "PipelineVocabulary",
     "ReactStrategy",
     "Strategy",
     "Template",
@@ -30,6 +34,7 @@ __all__ = [
     "VmStrategy",
     "load_strategies",
     "load_templates",
+    "load_vocabulary",
 ]
 
 
@@ -49,6 +54,22 @@ class DagPolicy(BaseModel):
     """How often the run plans again (after the joiner asks, or a failure with `replan`)."""
 
 
+class CommonError(BaseModel):
+    """A request a general tool cannot serve, recognised in its parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pattern: re.Pattern[str]
+    """Matched, ignoring case, against the call's `tool_params` as JSON text."""
+    warning: str = Field(min_length=1)
+    """The warning; `{tool}` is replaced by the tool's name."""
+
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _ignore_case(cls, value: object) -> object:
+        return re.compile(value, re.IGNORECASE) if isinstance(value, str) else value
+
+
 class VmPolicy(BaseModel):
     """How a `vm` run handles bad programs and loops."""
 
@@ -59,6 +80,28 @@ class VmPolicy(BaseModel):
     repairs: int = Field(2, ge=0, le=5)
     """How often an invalid program is sent back to be fixed before the run falls back to
     `react`."""
+    general_tools: frozenset[str] = frozenset(
+        {"llm_generate", "vector_search", "retrieve_knowledge_graph", "wiki_search"}
+    )
+    """Tools that know only public documentation and general knowledge, whatever a prompt
+    asks of them (the StackVM specification's "general tools")."""
+    common_errors: list[CommonError] = [
+        CommonError(
+            pattern=r"\b(current|installed|running|deployed)\s+(\w+\s+)?"
+            r"(version|configuration|config|setup)\b|\bcluster\s+(status|state|health|topology)\b"
+            r"|\bsystem\s+configuration\b",
+            warning="{tool} knows public documentation only: it cannot tell the current "
+            "version, configuration or status of a system; ask the user, or use a tool made "
+            "for it",
+        ),
+        CommonError(
+            pattern=r"\bselect\b[^;]{1,200}?\bfrom\b|\binformation_schema\b"
+            r"|\b(execute|run)\s+(the\s+)?(sql|query)\b",
+            warning="{tool} cannot execute SQL; use a database tool, or the user",
+        ),
+    ]
+    """What the specification's "common errors" look like in a general tool's parameters: a
+    program that makes one still runs, with a `plan_warning`."""
 
 
 class PipelinePolicy(BaseModel):
@@ -70,7 +113,8 @@ class PipelinePolicy(BaseModel):
     """What `load_dataset` loads first (a name in the workspace's data/, or a path)."""
     retrieve: int = Field(3, ge=0)
     """Tools retrieved for each requirement (and for all of them together)."""
-    safety: list[str] = ["aggregate", "plot_line", "compute_summary_stats"]
+    safety: list[str] | None = None
+    """Tools always offered; None: the workspace's (`registry/pipeline.yaml`)."""
     max_tools: int = Field(10, ge=1)
     adaptations: int = Field(2, ge=1, le=5)
     """Model adaptations of the plan: the first, and retries carrying the coverage payload."""
@@ -78,6 +122,53 @@ class PipelinePolicy(BaseModel):
     """Adaptations after a step failed or a repair was refused while the plan ran."""
     fallback_template: str = "summary"
     """The template when the intent cannot be read."""
+
+
+class DatasetProtocol(BaseModel):
+    """How the pipeline loads its data, and what the analysis tools' results say of it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str
+    """The tool that loads a dataset; the pipeline's first step calls it."""
+    param: str
+    """Its parameter naming the dataset (`pipeline.dataset` of the strategy)."""
+    step: str
+    """The id of the loading step in a plan."""
+    frame: str
+    """The key of a result naming the data frame a step made."""
+    columns: str
+    """The key of a result (and of the loaded dataset) listing the frame's columns."""
+    date_columns: str
+    """The key of the loaded dataset listing its date columns."""
+    file: str
+    """The key of a result naming a file it wrote (a chart, a table)."""
+    preview: str
+    """The key of a result holding a table to show in the answer."""
+
+
+class PipelineVocabulary(BaseModel):
+    """What the `pipeline` planner knows of the workspace's analysis tools
+    (`registry/pipeline.yaml`): which parameters name columns, which carry the analysis
+    itself, how data is loaded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    column_params: frozenset[str]
+    """Parameters that name columns: the ones a casing repair may touch."""
+    semantic_params: frozenset[str]
+    """Parameters that carry the analysis itself: a wrong value is never repaired, the plan is
+    made again."""
+    grouping_params: list[str]
+    """Parameters that name what a step groups by."""
+    dataset: DatasetProtocol
+    safety: list[str] = []
+    """Tools a pipeline run always offers (unless its strategy names others)."""
+
+
+def load_vocabulary(path: Path) -> PipelineVocabulary:
+    """Load a workspace's `registry/pipeline.yaml`; a bad field is a `WorkspaceError`."""
+    return load_yaml_model(path, PipelineVocabulary)
 
 
 class Template(BaseModel):

@@ -4,7 +4,8 @@
         strategies/*.yaml    one file per query type (see `agentrt.strategy`)
         strategies/templates/*.yaml   plan templates of the `pipeline` planner
         tools/*.py           tool packs (see `agentrt.catalog.packs`)
-        registry/            tool metadata and the capability map (see `agentrt.catalog.metadata`)
+        registry/            tool metadata and the capability map (see `agentrt.catalog.metadata`);
+                             pipeline.yaml, the `pipeline` planner's vocabulary
         prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
         contexts.yaml        (optional) knowledge bases (see `agentrt.knowledge.contexts`)
 
@@ -27,10 +28,12 @@ from agentrt.exceptions import WorkspaceError
 from agentrt.knowledge.contexts import KnowledgeConfig, load_knowledge_config
 from agentrt.strategy import (
     PipelineStrategy,
+    PipelineVocabulary,
     Strategy,
     Template,
     load_strategies,
     load_templates,
+    load_vocabulary,
 )
 
 if TYPE_CHECKING:
@@ -70,6 +73,11 @@ class Workspace:
         tools_dir = self.root / "tools"
         self.tools = ToolCatalog(load_tool_packs(tools_dir) if tools_dir.is_dir() else ())
         self.registry = load_registry(self.root / "registry", self.tools)
+        vocabulary = self.root / "registry" / "pipeline.yaml"
+        self.pipeline: PipelineVocabulary | None = (
+            load_vocabulary(vocabulary) if vocabulary.is_file() else None
+        )
+        """The `pipeline` planner's vocabulary, if the workspace has one."""
         for capability in self.registry.capabilities.core:
             if not self.registry.tools_with(capability):
                 msg = (
@@ -139,6 +147,7 @@ class Workspace:
                         f"template's tools ({', '.join(t.tools)})"
                     )
                     raise WorkspaceError(msg)
+        self._check_vocabulary()
         for s in self.strategies.values():
             if s.planner == "pipeline" and s.pipeline.fallback_template not in self.templates:
                 path = self.root / "strategies" / f"{s.name}.yaml"
@@ -146,6 +155,23 @@ class Workspace:
                     f"{path}: field 'pipeline.fallback_template': no template "
                     f"{s.pipeline.fallback_template!r} in strategies/templates/"
                 )
+                raise WorkspaceError(msg)
+
+    def _check_vocabulary(self) -> None:
+        path = self.root / "registry" / "pipeline.yaml"
+        if self.pipeline is None:
+            users = [s.name for s in self.strategies.values() if s.planner == "pipeline"]
+            if users:
+                msg = f"{path}: missing; the pipeline strategy {users[0]!r} needs its vocabulary"
+                raise WorkspaceError(msg)
+            return
+        for field, names in (
+            ("dataset.tool", [self.pipeline.dataset.tool]),
+            ("safety", self.pipeline.safety),
+        ):
+            missing = [n for n in names if n not in self.tools]
+            if missing:
+                msg = f"{path}: field '{field}': no tool named {', '.join(map(repr, missing))}"
                 raise WorkspaceError(msg)
 
     def render(self, template: str, **variables: Any) -> str:

@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from agentrt.exceptions import ToolError
 from agentrt.models.base import Message, ModelRequest
+from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.tool import Tool, ToolContext
 
 __all__ = ["BUILTINS", "builtin_tools"]
@@ -69,10 +70,9 @@ async def llm_generate(
     text = await ctx.complete(request)
     if not as_json:
         return text
-    start, end = text.find("{"), text.rfind("}")
     try:
-        value: JsonValue = json.loads(text[start : end + 1] if 0 <= start < end else text)
-    except ValueError:
+        value: JsonValue = find_json(text, object_only=True)
+    except JSONProblem:
         msg = f"the model's answer is not the JSON asked for: {text[:200]!r}"
         raise ToolError(msg) from None
     return value

@@ -65,8 +65,9 @@ class CallPiece:
     arguments: dict[str, Any]
     raw: str
     """The call's source text: the whole tag, fence (up to the object's closing brace) or object;
-    for a native call, the arguments string."""
-    format: Literal["tag", "hermes", "json", "native"]
+    for a native call, the arguments string; for a plan's step, the step as the plan gives it."""
+    format: Literal["tag", "hermes", "json", "native", "plan"]
+    """How the model wrote the call; `plan` for a step of a plan (`dag`, `vm`, `pipeline`)."""
     id: str | None = None
     """The server's call id (native calls only)."""
 

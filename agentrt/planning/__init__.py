@@ -1,17 +1,37 @@
-"""Planners: how a run gets from the query to an answer."""
+"""Planners: how a run gets from the query to an answer.
 
-from agentrt.planning.base import Planner, PlannerInput, PlannerResult
+Each planner file holds only its own algorithm; what they all do the same way (the opening
+conversation, a model turn and its retry, one JSON answer, a plan's tool call, the budgets)
+is in `kernel.py`.
+"""
+
+from typing import assert_never
+
+from agentrt.planning.base import PlannerInput, PlannerResult, Retrieve
 from agentrt.planning.dag import run_dag
 from agentrt.planning.pipeline import run_pipeline
 from agentrt.planning.react import run_react
 from agentrt.planning.vm import run_vm
+from agentrt.strategy import DagStrategy, PipelineStrategy, ReactStrategy, Strategy, VmStrategy
+from agentrt.workspace import Workspace
 
-__all__ = ["PLANNERS", "Planner", "PlannerInput", "PlannerResult"]
+__all__ = ["PlannerInput", "PlannerResult", "Retrieve", "run_planner"]
 
-PLANNERS: dict[str, Planner] = {
-    "react": run_react,
-    "dag": run_dag,
-    "vm": run_vm,
-    "pipeline": run_pipeline,
-}
-"""Planner kinds by the name a strategy gives in its `planner` field."""
+
+async def run_planner(
+    task: PlannerInput, strategy: Strategy, workspace: Workspace, retrieve: Retrieve
+) -> PlannerResult:
+    """Run `task` with the planner `strategy` names, given that planner's own policy.
+
+    :param workspace: its pipeline vocabulary, templates and registry (for `pipeline`)
+    :param retrieve: finds the workspace's tools for a requirement (for `pipeline`)
+    """
+    if isinstance(strategy, ReactStrategy):
+        return await run_react(task, strategy.results_nudge)
+    if isinstance(strategy, DagStrategy):
+        return await run_dag(task, strategy)
+    if isinstance(strategy, VmStrategy):
+        return await run_vm(task, strategy)
+    if isinstance(strategy, PipelineStrategy):
+        return await run_pipeline(task, strategy, workspace, retrieve)
+    assert_never(strategy)

@@ -1,4 +1,5 @@
-"""What a planner receives and returns. Every planner uses the same executor and events."""
+"""What every planner receives and returns. Each planner takes its own policy beside these
+(see `agentrt.planning.run_planner`); every one uses the same executor and events."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ from agentrt.execution import Executor
 from agentrt.models.base import Message
 from agentrt.run import RunContext
 from agentrt.settings import AgentSettings
-from agentrt.strategy import Strategy
-from agentrt.workspace import Workspace
 
-__all__ = ["Planner", "PlannerInput", "PlannerResult"]
+__all__ = ["PlannerInput", "PlannerResult", "Retrieve"]
 
 
 @dataclass(slots=True)
@@ -32,15 +31,9 @@ class PlannerInput:
     history: list[Message]
     """Earlier turns of the session, oldest first."""
     step_budget: int
+    """Most steps the run may take (the strategy's `step_budget`)."""
     settings: AgentSettings
     """Limits the planner applies: token budget, turn retries."""
-    strategy: Strategy
-    """The strategy running: its policies for plans (`dag`, `vm`, `pipeline`)."""
-    workspace: Workspace
-    """Its templates (for `pipeline`), registry and tools."""
-    retrieve: Callable[[list[str], int], Awaitable[list[tuple[str, float]]]]
-    """`retrieve(queries, k)`: the workspace's tools that best match the queries, with scores
-    (builds the tool index on first use)."""
 
 
 @dataclass(slots=True)
@@ -48,7 +41,10 @@ class PlannerResult:
     status: RunStatus
     answer: str | None
     steps: int
+    """Steps the run took, for `run_finished`."""
+    error: str | None = None
+    """Why a run that ended `error` failed."""
 
 
-Planner = Callable[[PlannerInput], Awaitable[PlannerResult]]
-"""A planner drives the run from the query to an answer, emitting events through `ctx`."""
+Retrieve = Callable[[list[str], int], Awaitable[list[tuple[str, float]]]]
+"""`retrieve(queries, k)`: the workspace's tools that best match the queries, with scores."""

@@ -16,6 +16,7 @@ still running; a repaired plan that repeats one gets its result from the run's c
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections import Counter
@@ -25,8 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agentrt._validation import describe_errors
 from agentrt.events import (
-    ModelErrorEvent,
     NodeSkippedEvent,
     PlanCreatedEvent,
     PlanDecisionEvent,
@@ -34,26 +35,26 @@ from agentrt.events import (
     PlannerFallbackEvent,
     PlanNode,
     ToolCallInvalidEvent,
-    TurnStartedEvent,
     Usage,
 )
-from agentrt.exceptions import ModelError, StreamInterrupted
-from agentrt.execution import PreparedCall, ToolOutcome
+from agentrt.exceptions import ModelError
+from agentrt.execution import ToolOutcome
 from agentrt.models.base import Message, ModelRequest, TextChunk, ToolDefinition, UsageChunk
-from agentrt.parsing import CallPiece
-from agentrt.parsing._jsonscan import JSONProblem
+from agentrt.parsing.answers import JSONProblem
 from agentrt.parsing.plans import PlanStreamParser
 from agentrt.planning.base import PlannerInput, PlannerResult
+from agentrt.planning.kernel import Invalid, Kernel, plan_tools
 from agentrt.planning.react import run_react
-from agentrt.planning.references import ReferenceProblem, references, resolve
+from agentrt.planning.references import Unresolved, references, resolve
 from agentrt.strategy import DagStrategy
 from agentrt.tool import Tool
 
 __all__ = ["plan_levels", "plan_schema", "run_dag", "validate_plan"]
 
 
-async def run_dag(task: PlannerInput) -> PlannerResult:
-    return await _Dag(task).run()
+async def run_dag(task: PlannerInput, strategy: DagStrategy) -> PlannerResult:
+    dag = _Dag(task, strategy)
+    return await dag.kernel.run(dag.run)
 
 
 def plan_schema(tools: Sequence[str]) -> dict[str, Any]:
@@ -101,7 +102,9 @@ def validate_plan(
         try:
             nodes.append(PlanNode.model_validate(item))
         except ValidationError as exc:
-            problems.append(f"node {position} is malformed: {_describe(exc)}")
+            problems.append(
+                f"node {position} is malformed: {describe_errors(exc, root='value', quote=False)}"
+            )
     if not raw:
         problems.append("the plan has no nodes")
     for node_id, count in Counter(n.id for n in nodes).items():
@@ -218,40 +221,33 @@ class _Attempt:
 
 
 class _Dag:
-    def __init__(self, task: PlannerInput) -> None:
+    def __init__(self, task: PlannerInput, strategy: DagStrategy) -> None:
         self.task = task
         self.ctx = task.ctx
-        strategy = task.strategy
-        assert isinstance(strategy, DagStrategy), strategy.planner
+        self.kernel = Kernel(task)
+        self.strategy = strategy
         self.policy = strategy.dag
-        # The plan's tools: `finish` is the joiner's business, not a node's.
-        self.tools = {n: t for n, t in task.tools.items() if n != "finish"}
+        self.tools = plan_tools(task)
         definitions = [t.definition for t in self.tools.values()]
         self.schema = plan_schema(list(self.tools))
-        self.messages = [
-            Message(role="system", content=task.prompt("dag.j2", definitions)),
-            *(Message(role="system", content=note) for note in task.notes),
-            *task.history,
-            Message(role="user", content=task.query),
-        ]
+        self.messages = self.kernel.opening(task.prompt("dag.j2", definitions))
         self._definitions: list[ToolDefinition] = definitions
 
     async def run(self) -> PlannerResult:
         repairs = replans = 0
-        attempt = 0
-        while attempt < self.task.step_budget:
-            attempt += 1
-            self.ctx.steps = attempt
-            plan = await self._attempt_with_retries(attempt)
+        kernel = self.kernel
+        while (attempt := kernel.next_step()) is not None:
+            plan = await kernel.turn(attempt, functools.partial(self._attempt, attempt))
             if plan.problems:
-                repairing = repairs < self.policy.repairs and attempt < self.task.step_budget
+                repairing = repairs < self.policy.repairs and kernel.budget_left
                 self.ctx.emit(
                     PlanInvalidEvent, attempt=attempt, problems=plan.problems, repairing=repairing
                 )
+                if not repairing and kernel.tokens_spent:
+                    return kernel.result("budget_exhausted")
                 if not repairing:
-                    return await self._fall_back(
-                        f"no valid plan after {attempt} attempt(s): {plan.problems[0]}"
-                    )
+                    reason = f"no valid plan after {attempt} attempt(s): {plan.problems[0]}"
+                    return await self._fall_back(reason)
                 repairs += 1
                 self._follow_up(plan, "dag_repair.j2", problems=plan.problems)
                 continue
@@ -263,14 +259,14 @@ class _Dag:
                 continue
             decision = await self._join(attempt, plan)
             if decision.action == "finish":
-                return PlannerResult("ok", decision.answer, attempt)
+                return kernel.result("ok", decision.answer)
             if replans >= self.policy.replans:
-                return PlannerResult("budget_exhausted", None, attempt)
+                return kernel.result("budget_exhausted")
             replans += 1
             self._follow_up(
                 plan, "dag_replan.j2", reason=decision.reason, results=self._results(plan)
             )
-        return PlannerResult("budget_exhausted", None, attempt)
+        return kernel.result("budget_exhausted")
 
     def _follow_up(self, plan: _Attempt, template: str, **variables: Any) -> None:
         content = self.task.prompt(template, self._definitions, **variables)
@@ -279,30 +275,9 @@ class _Dag:
             Message(role="user", content=content),
         ]
 
-    async def _attempt_with_retries(self, attempt: int) -> _Attempt:
-        retried = 0
-        while True:
-            try:
-                return await self._attempt(attempt)
-            except ModelError as exc:
-                retrying = (
-                    isinstance(exc, StreamInterrupted) and retried < self.task.settings.turn_retries
-                )
-                self.ctx.emit(
-                    ModelErrorEvent,
-                    step=attempt,
-                    error=f"{type(exc).__name__}: {exc}",
-                    retrying=retrying,
-                )
-                if not retrying:
-                    raise
-                retried += 1
-
     async def _attempt(self, attempt: int) -> _Attempt:
         """Stream one plan and run its nodes as they arrive; validate it whole at its end."""
         ctx = self.ctx
-        ctx.checkpoint()
-        ctx.emit(TurnStartedEvent, step=attempt)
         plan = _Attempt()
         parser = PlanStreamParser()
         request = ModelRequest(messages=self.messages, json_schema=self.schema, purpose="plan")
@@ -429,10 +404,9 @@ class _Dag:
                 raise KeyError(name)
             return outcome.output
 
-        try:
-            args = resolve(node.args, result, set(node.depends_on))
-        except ReferenceProblem as exc:
-            reason = f"node {node.id}: {exc}"
+        args = resolve(node.args, result, set(node.depends_on))
+        if isinstance(args, Unresolved):
+            reason = f"node {node.id}: {args.problem}"
             self.ctx.emit(
                 ToolCallInvalidEvent,
                 step=attempt,
@@ -442,13 +416,15 @@ class _Dag:
                 reason=reason,
             )
             return ToolOutcome(call_id, node.tool, None, f"Error: {reason}", error=reason)
-        piece = CallPiece(node.tool, args, json.dumps(node.model_dump()), "json")
-        prepared = self.task.executor.admit(
-            piece, step=attempt, call_id=call_id, depends_on=depends_on
+        return await self.kernel.call_tool(
+            node.tool,
+            args,
+            raw=json.dumps(node.model_dump()),
+            step=attempt,
+            call_id=call_id,
+            depends_on=depends_on,
+            fresh=bool(again),
         )
-        if not isinstance(prepared, PreparedCall):
-            return prepared
-        return await self.task.executor.execute(prepared, fresh=bool(again))
 
     def _call_id(self, attempt: int, node_id: str) -> str:
         # The first plan's node ids are the call ids; later plans' are marked with the attempt.
@@ -480,15 +456,13 @@ class _Dag:
             json_schema=JOIN_SCHEMA,
             purpose="join",
         )
-        text = await self.ctx.complete(request, step=attempt)
-        start, end = text.find("{"), text.rfind("}")
-        try:
-            decision = _Decision.model_validate_json(
-                text[start : end + 1] if 0 <= start < end else text
+        decision = await self.kernel.ask_json(request, _Decision, step=attempt)
+        if isinstance(decision, Invalid):
+            msg = (
+                f"the joiner's answer does not fit its schema ({decision.describe()}): "
+                f"{decision.text[:200]!r}"
             )
-        except ValidationError as exc:
-            msg = f"the joiner's answer does not fit its schema ({_describe(exc)}): {text[:200]!r}"
-            raise ModelError(msg) from None
+            raise ModelError(msg)
         self.ctx.emit(
             PlanDecisionEvent, attempt=attempt, action=decision.action, reason=decision.reason
         )
@@ -496,9 +470,9 @@ class _Dag:
 
     async def _fall_back(self, reason: str) -> PlannerResult:
         self.ctx.emit(PlannerFallbackEvent, planner="dag", to="react", reason=reason)
-        return await run_react(self.task)
+        return await run_react(self.task, self.strategy.results_nudge)
 
 
-def _describe(errors: ValidationError | list[Any]) -> str:
-    items = errors.errors() if isinstance(errors, ValidationError) else errors
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in items)
+def _describe(errors: Sequence[Any]) -> str:
+    """Some of a `ValidationError`'s errors, as `loc: message; …` for the model."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in errors)

@@ -15,19 +15,11 @@ running are cancelled, and its half-written call is never run.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator
 
-from agentrt.events import (
-    AskEvent,
-    GuardEvent,
-    ModelErrorEvent,
-    NativeToolCall,
-    TextDeltaEvent,
-    TurnStartedEvent,
-    Usage,
-)
-from agentrt.exceptions import ModelError, StreamInterrupted
+from agentrt.events import AskEvent, GuardEvent, NativeToolCall, TextDeltaEvent, Usage
 from agentrt.execution import Batch, ToolOutcome, canonical_arguments
 from agentrt.models.base import (
     TOOL_RESULTS_NUDGE,
@@ -47,7 +39,7 @@ from agentrt.parsing import (
     ToolCallParser,
 )
 from agentrt.planning.base import PlannerInput, PlannerResult
-from agentrt.strategy import PipelineStrategy
+from agentrt.planning.kernel import Kernel
 
 __all__ = ["run_react"]
 
@@ -56,24 +48,27 @@ EMPTY_TURN_NUDGE = (
 )
 
 
-async def run_react(task: PlannerInput) -> PlannerResult:
-    return await _ReAct(task).run()
+async def run_react(task: PlannerInput, results_nudge: str | None = None) -> PlannerResult:
+    """Run `task` turn by turn.
+
+    :param results_nudge: what a model that takes tool results as text is told after them
+        (None: the model's default)
+    """
+    run = _ReAct(task, results_nudge)
+    return await run.kernel.run(run.run)
 
 
 class _ReAct:
     """One run of the planner: the conversation, and the parsers its turns share."""
 
-    def __init__(self, task: PlannerInput) -> None:
+    def __init__(self, task: PlannerInput, results_nudge: str | None) -> None:
         self.task = task
         self.ctx = task.ctx
+        self.kernel = Kernel(task)
+        self.results_nudge = results_nudge or TOOL_RESULTS_NUDGE
         # One parser and one assembler serve every turn: both start afresh after `close()`.
         self.assembler = NativeToolCallAssembler()
-        self.messages = [
-            Message(role="system", content=""),
-            *(Message(role="system", content=note) for note in task.notes),
-            *task.history,
-            Message(role="user", content=task.query),
-        ]
+        self.messages = self.kernel.opening("")
         self._tools_version = -1
         self._sync_tools()
 
@@ -91,10 +86,10 @@ class _ReAct:
         )
 
     async def run(self) -> PlannerResult:
-        budget = self.task.settings.token_budget
-        for step in range(1, self.task.step_budget + 1):
+        kernel = self.kernel
+        while (step := kernel.next_step()) is not None:
             self._sync_tools()
-            turn = await self._turn_with_retries(step)
+            turn = await kernel.turn(step, functools.partial(self._turn, step))
             ended = next((o for o in turn.outcomes if o.ends_run or o.asks_user), None)
             if ended is not None and self._finished_too_early(turn, ended):
                 ended = None
@@ -102,17 +97,15 @@ class _ReAct:
             if ended is not None and ended.asks_user:
                 question = str(ended.output)
                 self.ctx.emit(AskEvent, step=step, call_id=ended.call_id, question=question)
-                return PlannerResult("needs_input", question, step)
+                return kernel.result("needs_input", question)
             if ended is not None:
-                return PlannerResult("ok", str(ended.output), step)
+                return kernel.result("ok", str(ended.output))
             if not turn.outcomes:
                 answer = "".join(turn.visible).strip()
                 if answer:
-                    return PlannerResult("ok", answer, step)
+                    return kernel.result("ok", answer)
                 self.messages.append(Message(role="user", content=EMPTY_TURN_NUDGE))
-            if budget is not None and self.ctx.usage.total_tokens >= budget:
-                return PlannerResult("budget_exhausted", None, step)
-        return PlannerResult("budget_exhausted", None, self.task.step_budget)
+        return kernel.result("budget_exhausted")
 
     def _remember(self, turn: _Turn) -> None:
         """The turn and its results, in call order, join the conversation."""
@@ -151,36 +144,10 @@ class _ReAct:
         )
         return True
 
-    async def _turn_with_retries(self, step: int) -> _Turn:
-        attempt = 0
-        while True:
-            try:
-                return await self._turn(step)
-            except ModelError as exc:
-                retrying = (
-                    isinstance(exc, StreamInterrupted) and attempt < self.task.settings.turn_retries
-                )
-                self.ctx.emit(
-                    ModelErrorEvent,
-                    step=step,
-                    error=f"{type(exc).__name__}: {exc}",
-                    retrying=retrying,
-                )
-                if not retrying:
-                    raise
-                attempt += 1
-
     async def _turn(self, step: int) -> _Turn:
         ctx = self.ctx
-        ctx.checkpoint()
-        ctx.steps = step
-        ctx.emit(TurnStartedEvent, step=step)
-        strategy = self.task.strategy
-        nudge = None if isinstance(strategy, PipelineStrategy) else strategy.results_nudge
         request = ModelRequest(
-            messages=self.messages,
-            tools=self.definitions,
-            results_nudge=nudge or TOOL_RESULTS_NUDGE,
+            messages=self.messages, tools=self.definitions, results_nudge=self.results_nudge
         )
         started = time.perf_counter()
         failure: Exception | None = None

@@ -6,8 +6,8 @@
 
 A string that is exactly one reference becomes the referenced value, with its type; a
 reference inside longer text is replaced by the value's text. A result that is JSON text is
-read as JSON when a field is asked of it. A missing name or field raises `ReferenceProblem`,
-which fails the step that asked, not the run.
+read as JSON when a field is asked of it. A missing name or field makes `resolve` return an
+`Unresolved` saying which, which fails the step that asked, not the run.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Container
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ReferenceProblem", "expressions", "references", "resolve"]
+__all__ = ["Unresolved", "expressions", "references", "resolve"]
 
 _NAME = r"[A-Za-z_][\w-]*"
 _DOLLAR = re.compile(rf"\$\{{({_NAME})((?:\.[A-Za-z_]\w*|\[\d+\])*)\}}")
@@ -32,8 +33,12 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 _EXPRESSION = re.compile(rf"\s*\(?\s*{_OPERAND}(?:\s*[-+*/%]\s*\(?\s*{_OPERAND}\s*\)?)+\s*\)?\s*")
 
 
-class ReferenceProblem(ValueError):
-    """A reference that cannot be filled; the message says which and why."""
+@dataclass(frozen=True, slots=True)
+class Unresolved:
+    """A reference that cannot be filled."""
+
+    problem: str
+    """Which reference, and why."""
 
 
 def references(value: Any, names: Container[str] | None = None) -> set[str]:
@@ -59,16 +64,22 @@ def expressions(value: Any) -> list[str]:
     ]
 
 
-def resolve(value: Any, lookup: Callable[[str], Any], names: Container[str] | None = None) -> Any:
-    """`value` with its references filled from `lookup(name)`.
+def resolve(
+    value: Any, lookup: Callable[[str], Any], names: Container[str] | None = None
+) -> Any | Unresolved:
+    """`value` with its references filled from `lookup(name)` (which raises `KeyError` for a
+    name it does not know); `Unresolved` for the first that cannot be filled.
 
     :param names: the names `{name}` may refer to (None: only `${name}` is a reference)
-    :raises ReferenceProblem: a name `lookup` does not know, or a missing field
     """
-    if isinstance(value, dict):
-        return {k: resolve(v, lookup, names) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve(v, lookup, names) for v in value]
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        filled: dict[Any, Any] = {}
+        for key, item in items:
+            filled[key] = resolve(item, lookup, names)
+            if isinstance(filled[key], Unresolved):
+                return filled[key]
+        return filled if isinstance(value, dict) else list(filled.values())
     if not isinstance(value, str):
         return value
     whole = _DOLLAR.fullmatch(value)
@@ -77,6 +88,7 @@ def resolve(value: Any, lookup: Callable[[str], Any], names: Container[str] | No
     brace = _BRACE.fullmatch(value)
     if brace is not None and names is not None and brace.group(1) in names:
         return _read(lookup, brace.group(1), "")
+    problems: list[Unresolved] = []
 
     def fill(match: re.Match[str]) -> str:
         name, path, brace = match.group(1), match.group(2), match.group(3)
@@ -85,36 +97,36 @@ def resolve(value: Any, lookup: Callable[[str], Any], names: Container[str] | No
                 return match.group(0)
             name, path = brace, ""
         found = _read(lookup, name, path)
+        if isinstance(found, Unresolved):
+            problems.append(found)
+            return match.group(0)
         return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
 
-    return _EITHER.sub(fill, value)
+    text = _EITHER.sub(fill, value)
+    return problems[0] if problems else text
 
 
-def _read(lookup: Callable[[str], Any], name: str, path: str) -> Any:
+def _read(lookup: Callable[[str], Any], name: str, path: str) -> Any | Unresolved:
     try:
         current = lookup(name)
     except KeyError:
-        msg = f"${{{name}}} refers to nothing: no result or variable is named {name!r}"
-        raise ReferenceProblem(msg) from None
+        return Unresolved(f"${{{name}}} refers to nothing: no result or variable is named {name!r}")
     walked = name
     for field, index in _PATH.findall(path):
         if isinstance(current, str):
             try:
                 current = json.loads(current)
             except ValueError:
-                msg = f"{walked} is text, not JSON: it has no {field or f'[{index}]'}"
-                raise ReferenceProblem(msg) from None
+                return Unresolved(f"{walked} is text, not JSON: it has no {field or f'[{index}]'}")
         if field:
             if not isinstance(current, dict) or field not in current:
                 have = ", ".join(current) if isinstance(current, dict) else type(current).__name__
-                msg = f"{walked} has no field {field!r} (it has: {have})"
-                raise ReferenceProblem(msg)
+                return Unresolved(f"{walked} has no field {field!r} (it has: {have})")
             current, walked = current[field], f"{walked}.{field}"
         else:
             if not isinstance(current, list) or int(index) >= len(current):
                 size = len(current) if isinstance(current, list) else type(current).__name__
-                msg = f"{walked} has no item [{index}] (it has {size})"
-                raise ReferenceProblem(msg)
+                return Unresolved(f"{walked} has no item [{index}] (it has {size})")
             current, walked = current[int(index)], f"{walked}[{index}]"
     return current
 

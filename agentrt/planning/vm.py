@@ -21,58 +21,36 @@ would overwrite) — the store ends as it would have sequentially. The answer is
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-import re
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from agentrt.events import (
-    ModelErrorEvent,
     PlanInvalidEvent,
     PlannerFallbackEvent,
     PlanWarningEvent,
-    TurnStartedEvent,
-    Usage,
     VmInstructionEvent,
 )
-from agentrt.exceptions import AgentrtError, ModelError, StreamInterrupted
-from agentrt.execution import PreparedCall, ToolOutcome
-from agentrt.models.base import Message, ModelRequest, TextChunk, ToolDefinition, UsageChunk
-from agentrt.parsing import CallPiece
+from agentrt.exceptions import ProgramFailed
+from agentrt.models.base import Message, ModelRequest, ToolDefinition
+from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.planning.base import PlannerInput, PlannerResult
+from agentrt.planning.kernel import Invalid, Kernel, plan_tools
 from agentrt.planning.react import run_react
-from agentrt.planning.references import ReferenceProblem, expressions, references, resolve
-from agentrt.strategy import VmStrategy
+from agentrt.planning.references import Unresolved, expressions, references, resolve
+from agentrt.strategy import VmPolicy, VmStrategy
 from agentrt.tool import Tool
 
 __all__ = [
     "Instruction",
-    "ProgramFailed",
     "common_errors",
     "program_schema",
     "run_vm",
     "validate_program",
 ]
-
-GENERAL_TOOLS = frozenset(
-    {"llm_generate", "vector_search", "retrieve_knowledge_graph", "wiki_search"}
-)
-"""Tools that know only public documentation and general knowledge (the specification's
-"general tools"), whatever a prompt asks of them."""
-
-# What the specification's "common errors" look like in a general tool's parameters.
-_RUNTIME_FACTS = re.compile(
-    r"\b(current|installed|running|deployed)\s+(\w+\s+)?(version|configuration|config|setup)\b"
-    r"|\bcluster\s+(status|state|health|topology)\b|\bsystem\s+configuration\b",
-    re.IGNORECASE,
-)
-_SQL = re.compile(
-    r"\bselect\b[^;]{1,200}?\bfrom\b|\binformation_schema\b|\b(execute|run)\s+(the\s+)?(sql|query)\b",
-    re.IGNORECASE,
-)
 
 
 class Instruction(BaseModel):
@@ -81,10 +59,6 @@ class Instruction(BaseModel):
     seq_no: int = Field(ge=0)
     type: Literal["reasoning", "assign", "calling", "jmp"]
     parameters: dict[str, JsonValue] = Field(default_factory=dict)
-
-
-class ProgramFailed(AgentrtError):
-    """A program step could not complete; the message names the step."""
 
 
 def program_schema(tools: Sequence[str]) -> dict[str, Any]:
@@ -164,28 +138,21 @@ def validate_program(
     return program, problems
 
 
-def common_errors(program: Sequence[Instruction]) -> list[tuple[int, str]]:
+def common_errors(program: Sequence[Instruction], policy: VmPolicy) -> list[tuple[int, str]]:
     """The specification's "common errors" (warnings; the program still runs): a general tool
-    asked for runtime or environment facts, or asked to run SQL."""
+    asked what it cannot know, such as runtime facts, or asked to run SQL (`policy`'s
+    `general_tools` and `common_errors`)."""
     found: list[tuple[int, str]] = []
     for ins in program:
-        if ins.type != "calling" or ins.parameters.get("tool_name") not in GENERAL_TOOLS:
+        tool = ins.parameters.get("tool_name")
+        if ins.type != "calling" or not isinstance(tool, str) or tool not in policy.general_tools:
             continue
         text = json.dumps(ins.parameters.get("tool_params", {}), ensure_ascii=False)
-        tool = ins.parameters["tool_name"]
-        if _RUNTIME_FACTS.search(text):
-            found.append(
-                (
-                    ins.seq_no,
-                    f"{tool} knows public documentation only: it cannot tell the current "
-                    "version, configuration or status of a system; ask the user, or use a tool "
-                    "made for it",
-                )
-            )
-        if _SQL.search(text):
-            found.append(
-                (ins.seq_no, f"{tool} cannot execute SQL; use a database tool, or the user")
-            )
+        found += [
+            (ins.seq_no, error.warning.replace("{tool}", tool))
+            for error in policy.common_errors
+            if error.pattern.search(text)
+        ]
     return found
 
 
@@ -290,42 +257,39 @@ def _dataflow_problems(program: Sequence[Instruction]) -> list[str]:
     return problems
 
 
-async def run_vm(task: PlannerInput) -> PlannerResult:
-    return await _Vm(task).run()
+async def run_vm(task: PlannerInput, strategy: VmStrategy) -> PlannerResult:
+    vm = _Vm(task, strategy)
+    return await vm.kernel.run(vm.run)
 
 
 class _Vm:
-    def __init__(self, task: PlannerInput) -> None:
+    def __init__(self, task: PlannerInput, strategy: VmStrategy) -> None:
         self.task = task
         self.ctx = task.ctx
-        strategy = task.strategy
-        assert isinstance(strategy, VmStrategy), strategy.planner
+        self.kernel = Kernel(task)
+        self.strategy = strategy
         self.policy = strategy.vm
-        self.tools = {n: t for n, t in task.tools.items() if n != "finish"}
+        self.tools = plan_tools(task)
         self.definitions: list[ToolDefinition] = [t.definition for t in self.tools.values()]
         self.schema = program_schema(list(self.tools))
-        self.messages = [
-            Message(role="system", content=task.prompt("vm.j2", self.definitions)),
-            *(Message(role="system", content=note) for note in task.notes),
-            *task.history,
-            Message(role="user", content=task.query),
-        ]
+        self.messages = self.kernel.opening(task.prompt("vm.j2", self.definitions))
         self.store: dict[str, JsonValue] = {}
         self.executed = 0
         self._runs: dict[int, int] = {}
         """How often each calling step has run (a loop runs one again)."""
 
     async def run(self) -> PlannerResult:
-        attempt = 0
-        while attempt < min(self.task.step_budget, self.policy.repairs + 1):
-            attempt += 1
-            self.ctx.steps = attempt
-            raw, program, problems = await self._write_with_retries(attempt)
+        kernel = self.kernel
+        attempts = self.policy.repairs + 1
+        while kernel.steps < attempts and (attempt := kernel.next_step()) is not None:
+            raw, program, problems = await kernel.turn(
+                attempt, functools.partial(self._write, attempt)
+            )
             if not problems:
-                for seq_no, warning in common_errors(program):
+                for seq_no, warning in common_errors(program, self.policy):
                     self.ctx.emit(PlanWarningEvent, where=f"seq_no {seq_no}", warning=warning)
-                return await self._execute(attempt, program)
-            repairing = attempt < min(self.task.step_budget, self.policy.repairs + 1)
+                return await self._execute(program)
+            repairing = attempt < attempts and kernel.budget_left
             self.ctx.emit(PlanInvalidEvent, attempt=attempt, problems=problems, repairing=repairing)
             if repairing:
                 repair = self.task.prompt("vm_repair.j2", self.definitions, problems=problems)
@@ -333,54 +297,19 @@ class _Vm:
                     Message(role="assistant", content=raw),
                     Message(role="user", content=repair),
                 ]
-        reason = f"no valid program after {attempt} attempt(s)"
+        if kernel.tokens_spent:
+            return kernel.result("budget_exhausted")
+        reason = f"no valid program after {kernel.steps} attempt(s)"
         self.ctx.emit(PlannerFallbackEvent, planner="vm", to="react", reason=reason)
-        return await run_react(self.task)
-
-    async def _write_with_retries(self, attempt: int) -> tuple[str, list[Instruction], list[str]]:
-        retried = 0
-        while True:
-            try:
-                return await self._write(attempt)
-            except ModelError as exc:
-                retrying = (
-                    isinstance(exc, StreamInterrupted) and retried < self.task.settings.turn_retries
-                )
-                self.ctx.emit(
-                    ModelErrorEvent,
-                    step=attempt,
-                    error=f"{type(exc).__name__}: {exc}",
-                    retrying=retrying,
-                )
-                if not retrying:
-                    raise
-                retried += 1
+        return await run_react(self.task, self.strategy.results_nudge)
 
     async def _write(self, attempt: int) -> tuple[str, list[Instruction], list[str]]:
         """Ask for the program (one model call) and check it."""
-        self.ctx.checkpoint()
-        self.ctx.emit(TurnStartedEvent, step=attempt)
         request = ModelRequest(messages=self.messages, json_schema=self.schema, purpose="program")
-        started = time.perf_counter()
-        parts: list[str] = []
-        usage = Usage()
-        async for chunk in self.ctx.model.stream(request):
-            if isinstance(chunk, TextChunk):
-                parts.append(chunk.text)
-            elif isinstance(chunk, UsageChunk):
-                usage = chunk.usage
-        raw = "".join(parts)
-        self.ctx.record_model_response(
-            step=attempt,
-            purpose="program",
-            text=raw,
-            tool_calls=[],
-            usage=usage,
-            duration=time.perf_counter() - started,
-        )
+        raw = await self.ctx.complete(request, step=attempt)
         try:
-            value = _json(raw)
-        except ValueError as exc:
+            value = find_json(raw)
+        except JSONProblem as exc:
             return raw, [], [f"the program is not valid JSON: {exc}"]
         items = value.get("program") if isinstance(value, dict) else value
         if not isinstance(items, list):
@@ -388,7 +317,8 @@ class _Vm:
         program, problems = validate_program(items, self.tools)
         return raw, program, problems
 
-    async def _execute(self, attempt: int, program: list[Instruction]) -> PlannerResult:
+    async def _execute(self, program: list[Instruction]) -> PlannerResult:
+        attempt, kernel = self.kernel.steps, self.kernel
         pc = 0
         while pc < len(program):
             ins = program[pc]
@@ -399,36 +329,34 @@ class _Vm:
                 if self.executed + len(group) > self.policy.max_instructions:
                     group = group[: max(0, self.policy.max_instructions - self.executed)]
                     if not group:
-                        return PlannerResult("budget_exhausted", None, attempt)
+                        return kernel.result("budget_exhausted")
                 await self._call_group(attempt, group)
                 pc += len(group)
                 continue
             if self.executed >= self.policy.max_instructions:
-                return PlannerResult("budget_exhausted", None, attempt)
+                return kernel.result("budget_exhausted")
             self.executed += 1
             pc = await self._step(attempt, ins)
         if "final_answer" not in self.store:
             msg = "the program ended without assigning final_answer"
             raise ProgramFailed(msg)
         answer = self.store["final_answer"]
-        return PlannerResult(
-            "ok", answer if isinstance(answer, str) else json.dumps(answer), attempt
-        )
+        return kernel.result("ok", answer if isinstance(answer, str) else json.dumps(answer))
 
     async def _step(self, attempt: int, ins: Instruction) -> int:
         """Run one non-calling instruction; return the next seq_no."""
         p = ins.parameters
         writes: dict[str, JsonValue] = {}
         following = ins.seq_no + 1
-        try:
-            if ins.type == "assign":
-                writes = {name: resolve(value, self.store.__getitem__) for name, value in p.items()}
-                self.store.update(writes)
-            elif ins.type == "jmp":
-                following = await self._jump(attempt, ins)
-        except ReferenceProblem as exc:
-            msg = f"seq_no {ins.seq_no} ({ins.type}): {exc}"
-            raise ProgramFailed(msg) from None
+        if ins.type == "assign":
+            resolved = resolve(p, self.store.__getitem__)
+            if isinstance(resolved, Unresolved):
+                msg = f"seq_no {ins.seq_no} (assign): {resolved.problem}"
+                raise ProgramFailed(msg)
+            writes = resolved
+            self.store.update(writes)
+        elif ins.type == "jmp":
+            following = await self._jump(attempt, ins)
         self.ctx.emit(
             VmInstructionEvent,
             seq_no=ins.seq_no,
@@ -444,6 +372,10 @@ class _Vm:
             return int(p["target_seq"])  # type: ignore[arg-type]
         question = resolve(p["condition_prompt"], self.store.__getitem__)
         context = resolve(p.get("context"), self.store.__getitem__)
+        for value in (question, context):
+            if isinstance(value, Unresolved):
+                msg = f"seq_no {ins.seq_no} (jmp): {value.problem}"
+                raise ProgramFailed(msg)
         content = question if context is None else f"{question}\n\nContext:\n{context}"
         request = ModelRequest(
             messages=[
@@ -457,12 +389,13 @@ class _Vm:
             json_schema=CONDITION_SCHEMA,
             purpose="condition",
         )
-        text = await self.ctx.complete(request, step=attempt)
-        try:
-            verdict = _Condition.model_validate(_json(text))
-        except (ValueError, ValidationError) as exc:
-            msg = f"seq_no {ins.seq_no}: the condition's answer is not the JSON asked for: {exc}"
-            raise ProgramFailed(msg) from None
+        verdict = await self.kernel.ask_json(request, _Condition, step=attempt)
+        if isinstance(verdict, Invalid):
+            msg = (
+                f"seq_no {ins.seq_no}: the condition's answer is not the JSON asked for: "
+                f"{verdict.error}"
+            )
+            raise ProgramFailed(msg)
         target = p["jump_if_true"] if verdict.result else p["jump_if_false"]
         return int(target)  # type: ignore[arg-type]
 
@@ -485,10 +418,9 @@ class _Vm:
             try:
                 for seq_no in waits_for(i):
                     await done[seq_no].wait()
-                if not failures:
-                    await self._call(attempt, ins)
-            except ProgramFailed as exc:
-                failures.append(str(exc))
+                failure = None if failures else await self._call(attempt, ins)
+                if failure is not None:
+                    failures.append(failure)
             finally:
                 done[ins.seq_no].set()
 
@@ -499,32 +431,30 @@ class _Vm:
         if failures:
             raise ProgramFailed(failures[0])
 
-    async def _call(self, attempt: int, ins: Instruction) -> None:
+    async def _call(self, attempt: int, ins: Instruction) -> str | None:
+        """Run one calling step and store what it writes; why it failed, if it did."""
         p = ins.parameters
         tool = str(p["tool_name"])
         # A step run again by a loop gets a fresh call id.
         runs = self._runs[ins.seq_no] = self._runs.get(ins.seq_no, 0) + 1
         call_id = f"vm{ins.seq_no}" if runs == 1 else f"vm{ins.seq_no}.{runs}"
-        try:
-            params = resolve(p.get("tool_params", {}), self.store.__getitem__)
-        except ReferenceProblem as exc:
-            msg = f"seq_no {ins.seq_no} (calling {tool}): {exc}"
-            raise ProgramFailed(msg) from None
-        piece = CallPiece(tool, params, json.dumps(p, ensure_ascii=False), "json")
-        prepared = self.task.executor.admit(piece, step=attempt, call_id=call_id)
-        outcome: ToolOutcome = (
-            await self.task.executor.execute(prepared)
-            if isinstance(prepared, PreparedCall)
-            else prepared
+        params = resolve(p.get("tool_params", {}), self.store.__getitem__)
+        if isinstance(params, Unresolved):
+            return f"seq_no {ins.seq_no} (calling {tool}): {params.problem}"
+        outcome = await self.kernel.call_tool(
+            tool, params, raw=json.dumps(p, ensure_ascii=False), step=attempt, call_id=call_id
         )
         if outcome.status != "ok":
-            msg = f"seq_no {ins.seq_no} (calling {tool}) failed: {outcome.error}"
-            raise ProgramFailed(msg)
+            return f"seq_no {ins.seq_no} (calling {tool}) failed: {outcome.error}"
         writes = self._outputs(ins, outcome.output)
+        if isinstance(writes, str):
+            return writes
         self.store.update(writes)
         self.ctx.emit(VmInstructionEvent, seq_no=ins.seq_no, instruction="calling", writes=writes)
+        return None
 
-    def _outputs(self, ins: Instruction, output: JsonValue) -> dict[str, JsonValue]:
+    def _outputs(self, ins: Instruction, output: JsonValue) -> dict[str, JsonValue] | str:
+        """The variables a result sets, or why it cannot set them."""
         names = ins.parameters.get("output_vars")
         if names is None:
             return {}
@@ -534,36 +464,18 @@ class _Vm:
         value = output
         if isinstance(value, str):
             try:
-                value = _json(value)
-            except ValueError:
+                value = find_json(value)
+            except JSONProblem:
                 value = None
         if not isinstance(value, dict):
-            msg = (
+            return (
                 f"seq_no {ins.seq_no}: output_vars {names} asks for keys of a JSON object, "
                 f"but the result is not one: {str(output)[:200]!r}"
             )
-            raise ProgramFailed(msg)
         missing = [n for n in keys if n not in value]
         if missing:
-            msg = (
+            return (
                 f"seq_no {ins.seq_no}: the result has no key {', '.join(map(repr, missing))} "
                 f"(it has: {', '.join(value)})"
             )
-            raise ProgramFailed(msg)
         return {n: value[n] for n in keys}
-
-
-def _json(text: str) -> Any:
-    """JSON from a model's answer, which small models fence or surround with prose."""
-    text = text.strip()
-    if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        text = text.rsplit("```", 1)[0]
-    try:
-        return json.loads(text)
-    except ValueError:
-        start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-        end = max(text.rfind("}"), text.rfind("]"))
-        if 0 <= start < end:
-            return json.loads(text[start : end + 1])
-        raise

@@ -1,0 +1,124 @@
+"""The coverage gate of a `pipeline` run: every requirement has a step whose tool can serve it,
+every step serves a requirement (see `registry/capabilities.yaml`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentrt.catalog.metadata import Registry
+from agentrt.events import PipelineStep
+from agentrt.planning.pipeline.requirements import Requirements
+from agentrt.strategy import PipelineVocabulary
+
+__all__ = ["Coverage", "check_coverage"]
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """The gate's verdict on a plan."""
+
+    covered: list[str]
+    missing: list[str]
+    """Uncovered requirements, as the payload names them: `group_by=[region]`."""
+    unjustified: list[str]
+    """Step ids no requirement justifies."""
+    problems: list[str]
+    """Other faults: unknown steps' tools, tools not offered."""
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.unjustified or self.problems)
+
+    def payload(self, steps: Sequence[PipelineStep]) -> str:
+        """The exact message the model's retry gets."""
+        lines = []
+        if self.missing:
+            lines.append(f"Missing coverage: {', '.join(self.missing)}")
+        if self.unjustified:
+            tools = {s.id: s.tool for s in steps}
+            lines.append(
+                f"Remove unjustified steps: {', '.join(tools[i] for i in self.unjustified)}"
+            )
+        lines += self.problems
+        return "\n".join(lines)
+
+
+def check_coverage(
+    steps: Sequence[PipelineStep],
+    requirements: Requirements,
+    registry: Registry,
+    offered: Sequence[str],
+    vocabulary: PipelineVocabulary,
+) -> Coverage:
+    """The deterministic gate: every requirement has a step whose tool can satisfy it; every
+    step serves a requirement; a grouping is computed before anything is plotted; a trend is
+    served by a step that works on the time column."""
+    grouping = vocabulary.grouping_params
+    columns = vocabulary.column_params
+    labels = requirements.labels()
+    plots = [i for i, s in enumerate(steps) if _is_plot(registry, s.tool)]
+    first_plot = min(plots, default=len(steps))
+    wanted = {c.lower() for c in requirements.group_by}
+    time = (requirements.time.column or "").lower()
+    covered: list[str] = []
+    missing: list[str] = []
+    for label in labels:
+        serving = [
+            i
+            for i, s in enumerate(steps)
+            if label in s.satisfies
+            and registry.serves(s.tool, label)
+            and (label != "group_by" or (i < first_plot and wanted <= _grouped_by(s, grouping)))
+            and (label != "analysis.trend" or (bool(time) and time in _columns(s, columns)))
+        ]
+        (covered if serving else missing).append(label)
+    unjustified = [
+        s.id
+        for s in steps
+        if not any(label in labels and registry.serves(s.tool, label) for label in s.satisfies)
+    ]
+    problems = [
+        f"Step {s.id} uses {s.tool}, which is not offered: use one of {', '.join(offered)}"
+        for s in steps
+        if s.tool not in offered
+    ]
+    return Coverage(
+        covered=covered,
+        missing=[_name_missing(label, requirements) for label in missing],
+        unjustified=unjustified,
+        problems=problems,
+    )
+
+
+def _is_plot(registry: Registry, tool: str) -> bool:
+    return registry.serves(tool, "outputs.chart")
+
+
+def _columns(step: PipelineStep, params: frozenset[str]) -> set[str]:
+    """The column names a step's parameters (those of `params`) mention (lowercase)."""
+    names: set[str] = set()
+    for key in params & set(step.params):
+        value = step.params[key]
+        values = value if isinstance(value, list) else [value]
+        names |= {v.lower() for v in values if isinstance(v, str)}
+    return names
+
+
+def _grouped_by(step: PipelineStep, params: Sequence[str]) -> set[str]:
+    columns: set[str] = set()
+    for key in params:
+        value = step.params.get(key)
+        if isinstance(value, str):
+            columns.add(value.lower())
+        elif isinstance(value, list):
+            columns |= {str(v).lower() for v in value}
+    return columns
+
+
+def _name_missing(label: str, r: Requirements) -> str:
+    if label == "group_by":
+        return f"group_by=[{', '.join(r.group_by)}]"
+    if label == "time.column":
+        return f"time.column={r.time.column}"
+    return label

@@ -1,0 +1,411 @@
+"""The `pipeline` planner: a small model gets a correct plan because deterministic checks, not
+the model, hold the line.
+
+    load the dataset ─► intent (JSON) ─► template ─► requirements (JSON, closed labels)
+        ─► narrow tools (template ∪ retrieved per requirement ∪ safety)
+        ─► bind the template to the requirements ─► adaptation (JSON changes)
+        ─► coverage gate (registry/capabilities.yaml) ─► retry with the exact payload
+        ─► execute step by step, with safe repairs logged; semantic ones refused → replan
+
+The model answers three narrow questions under JSON schemas: which template, what the
+question asks for, what to change in the plan. Everything else is deterministic: binding
+the template's placeholders, dropping analysis the question gave no cue for, checking that
+every requirement has a step and every step a requirement (group_by by an aggregate before
+any plot, trends by a time-aware step), removing unjustified steps, repairing what is safe to
+repair (a missing data handle, a column's casing, a parameter the template had), refusing what
+would change the analysis (a metric, a grouping, a grain).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from agentrt.catalog.index import narrow
+from agentrt.events import (
+    CoverageEvent,
+    IntentEvent,
+    NarrowedTool,
+    PipelineStep,
+    PlanAdaptedEvent,
+    RequirementsEvent,
+    ToolsNarrowedEvent,
+)
+from agentrt.exceptions import PipelineFailed, WorkspaceError
+from agentrt.execution import ToolOutcome
+from agentrt.models.base import Message, ModelRequest, ToolDefinition
+from agentrt.planning.base import PlannerInput, PlannerResult, Retrieve
+from agentrt.planning.kernel import Invalid, Kernel
+from agentrt.planning.pipeline.adaptation import Adaptation, apply_changes, bind, restore
+from agentrt.planning.pipeline.coverage import Coverage, check_coverage
+from agentrt.planning.pipeline.repair import Refusal, Repairs
+from agentrt.planning.pipeline.requirements import (
+    Analysis,
+    Grain,
+    Output,
+    Requirements,
+    on_columns,
+    requirement_texts,
+    with_time_column,
+    without_uncued,
+)
+from agentrt.strategy import PipelineStrategy, Template
+from agentrt.workspace import Workspace
+
+__all__ = ["run_pipeline"]
+
+T = TypeVar("T", bound=BaseModel)
+
+_ADAPTATION = Adaptation.model_json_schema()
+
+
+async def run_pipeline(
+    task: PlannerInput, strategy: PipelineStrategy, workspace: Workspace, retrieve: Retrieve
+) -> PlannerResult:
+    """Run `task` through the pipeline, over `workspace`'s templates, capability map and
+    pipeline vocabulary; `retrieve` finds tools for each requirement."""
+    pipeline = _Pipeline(task, strategy, workspace, retrieve)
+    return await pipeline.kernel.run(pipeline.run)
+
+
+class _Intent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    primary_intent: str
+    confidence: float = Field(ge=0, le=1)
+
+
+@dataclass(slots=True)
+class _Execution:
+    results: dict[str, ToolOutcome] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+
+
+class _Pipeline:
+    def __init__(
+        self,
+        task: PlannerInput,
+        strategy: PipelineStrategy,
+        workspace: Workspace,
+        retrieve: Retrieve,
+    ) -> None:
+        self.task = task
+        self.ctx = task.ctx
+        self.kernel = Kernel(task)
+        self.policy = strategy.pipeline
+        self.workspace = workspace
+        self.retrieve = retrieve
+        self.registry = workspace.registry
+        self.templates = workspace.templates
+        vocabulary = workspace.pipeline
+        if vocabulary is None:  # the workspace's load refuses a pipeline strategy without one
+            msg = f"{workspace.root / 'registry' / 'pipeline.yaml'}: missing"
+            raise WorkspaceError(msg)
+        self.vocabulary = vocabulary
+        self.protocol = vocabulary.dataset
+        self.safety = self.policy.safety if self.policy.safety is not None else vocabulary.safety
+        self.repairs = Repairs(self.ctx, task.tools, self.templates, vocabulary)
+
+    async def run(self) -> PlannerResult:
+        dataset = await self._load()
+        template = await self._intent(dataset)
+        requirements = await self._requirements(dataset) if template is not None else None
+        if template is None or requirements is None:
+            return self.kernel.result("budget_exhausted")
+        offered = await self._narrow(template, requirements)
+        steps = await self._adapt(requirements, dataset, offered, [*bind(template, requirements)])
+        for replan in range(self.policy.replans + 1):
+            if steps is None:
+                return self.kernel.result("budget_exhausted")
+            done = await self._execute(steps)
+            if isinstance(done, _Execution):
+                return self.kernel.result("ok", self._answer(requirements, steps, done))
+            if replan == self.policy.replans:
+                raise PipelineFailed(done.reason)
+            payload = f"The plan failed while it ran: {done.reason}"
+            steps = await self._adapt(requirements, dataset, offered, steps, payload)
+        raise AssertionError("unreachable: the last replan returns or raises")
+
+    # ── the model's three questions ─────────────────────────────────────────────────────
+
+    async def _ask(
+        self, purpose: str, prompt: str, model: type[T], schema: dict[str, Any]
+    ) -> T | Invalid | None:
+        """One question under `schema`; None when the budget is spent."""
+        step = self.kernel.next_step()
+        if step is None:
+            return None
+        request = ModelRequest(
+            messages=[
+                Message(role="system", content=prompt),
+                Message(role="user", content=self.task.query),
+            ],
+            json_schema=schema,
+            purpose=purpose,
+        )
+        return await self.kernel.ask_json(request, model, step=step)
+
+    def _prompt(
+        self,
+        template: str,
+        dataset: dict[str, Any],
+        tools: list[ToolDefinition] | None = None,
+        **variables: Any,
+    ) -> str:
+        return self.task.prompt(template, tools or [], dataset=dataset, **variables)
+
+    async def _intent(self, dataset: dict[str, Any]) -> Template | None:
+        """The template for the question's intent; None when the budget is spent."""
+        names = sorted(self.templates)
+        schema = {
+            "type": "object",
+            "properties": {
+                "primary_intent": {"type": "string", "enum": names},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+            "required": ["primary_intent", "confidence"],
+            "additionalProperties": False,
+        }
+        templates = [self.templates[n] for n in names]
+        prompt = self._prompt("pipeline_intent.j2", dataset, templates=templates)
+        intent = await self._ask("intent", prompt, _Intent, schema)
+        if intent is None:
+            return None
+        if isinstance(intent, _Intent) and intent.primary_intent in self.templates:
+            self.ctx.emit(
+                IntentEvent,
+                template=intent.primary_intent,
+                confidence=intent.confidence,
+                method="model",
+            )
+            return self.templates[intent.primary_intent]
+        reason = (
+            str(intent.error)
+            if isinstance(intent, Invalid)
+            else f"unknown template {intent.primary_intent!r}"
+        )
+        fallback = self.policy.fallback_template
+        self.ctx.emit(
+            IntentEvent, template=fallback, confidence=0.0, method="fallback", reason=reason
+        )
+        return self.templates[fallback]
+
+    async def _requirements(self, dataset: dict[str, Any]) -> Requirements | None:
+        """What the question asks of the data; None when the budget is spent."""
+        schema = Requirements.model_json_schema()
+        allowed = {
+            "analysis": list(get_args(Analysis)),
+            "outputs": list(get_args(Output)),
+            "grain": list(get_args(Grain)),
+        }
+        problem: str | None = None
+        for _ in range(2):  # one re-extraction, with the allowed labels spelled out
+            prompt = self._prompt(
+                "pipeline_requirements.j2", dataset, allowed=allowed, problem=problem
+            )
+            asked = await self._ask("requirements", prompt, Requirements, schema)
+            if asked is None:
+                return None
+            found = (
+                str(asked.error)
+                if isinstance(asked, Invalid)
+                else on_columns(asked, list(dataset.get(self.protocol.columns, {})))
+            )
+            if isinstance(found, Requirements):
+                break
+            problem = found
+        else:
+            msg = f"the question's requirements could not be read, twice: {problem}"
+            raise PipelineFailed(msg)
+        found, dropped = without_uncued(found, self.task.query, self.registry.cues)
+        found, filled = with_time_column(found, list(dataset.get(self.protocol.date_columns) or {}))
+        self.ctx.emit(
+            RequirementsEvent,
+            requirements=found.model_dump(mode="json"),
+            labels=found.labels(),
+            dropped=dropped,
+            filled=filled,
+        )
+        return found
+
+    async def _adapt(
+        self,
+        requirements: Requirements,
+        dataset: dict[str, Any],
+        offered: list[str],
+        steps: list[PipelineStep],
+        payload: str | None = None,
+    ) -> list[PipelineStep] | None:
+        """Let the model change the plan, and hold the result to the gate: retries carry the
+        exact payload; then steps no requirement justifies are removed, removed steps that
+        covered a requirement are put back, and a requirement still uncovered fails the run.
+        None when the budget is spent."""
+        load = self.protocol.step
+        if not steps or steps[0].id != load:
+            steps = [self._load_step(), *(s for s in steps if s.id != load)]
+        before = steps
+        tools = self.task.tools
+        for attempt in range(1, self.policy.adaptations + 1):
+            prompt = self._prompt(
+                "pipeline_adapt.j2",
+                dataset,
+                requirements=requirements.model_dump(mode="json"),
+                labels=requirements.labels(),
+                steps=[s.model_dump(mode="json") for s in steps],
+                tools=[tools[n].definition for n in offered if n in tools],
+                payload=payload,
+            )
+            adaptation = await self._ask("adapt", prompt, Adaptation, _ADAPTATION)
+            if adaptation is None:
+                return None
+            if isinstance(adaptation, Invalid):
+                changes = []
+                problems = [f"Your answer was not a valid list of changes: {adaptation.error}"]
+            else:
+                changes = adaptation.changes
+                steps, problems = apply_changes(steps, changes)
+            self.ctx.emit(
+                PlanAdaptedEvent,
+                attempt=attempt,
+                changes=[c.model_dump(mode="json", exclude_none=True) for c in changes],
+                steps=steps,
+            )
+            coverage = self._coverage(steps, requirements, offered)
+            self._emit_coverage(attempt, coverage)
+            if coverage.ok and not problems:
+                return steps
+            payload = "\n".join([coverage.payload(steps), *problems]).strip()
+        final = self._coverage(steps, requirements, offered)
+        removed = [s.id for s in steps if s.id in final.unjustified or s.tool not in offered]
+        steps = [s for s in steps if s.id not in removed]
+        steps, restored = restore(steps, before, requirements.labels(), final.covered)
+        final = self._coverage(steps, requirements, offered)
+        self._emit_coverage(self.policy.adaptations + 1, final, removed, restored)
+        if final.missing:
+            msg = f"no plan covers the question: {', '.join(final.missing)}"
+            raise PipelineFailed(msg)
+        return steps
+
+    def _coverage(
+        self, steps: Sequence[PipelineStep], requirements: Requirements, offered: Sequence[str]
+    ) -> Coverage:
+        return check_coverage(steps, requirements, self.registry, offered, self.vocabulary)
+
+    def _emit_coverage(
+        self,
+        attempt: int,
+        c: Coverage,
+        removed: list[str] | None = None,
+        restored: list[str] | None = None,
+    ) -> None:
+        self.ctx.emit(
+            CoverageEvent,
+            attempt=attempt,
+            ok=c.ok,
+            covered=c.covered,
+            missing=c.missing,
+            unjustified=c.unjustified,
+            removed=removed or [],
+            restored=restored or [],
+        )
+
+    # ── deterministic parts ─────────────────────────────────────────────────────────────
+
+    def _load_step(self) -> PipelineStep:
+        """The plan's first step: load the strategy's dataset."""
+        protocol = self.protocol
+        return PipelineStep(
+            id=protocol.step,
+            tool=protocol.tool,
+            params={protocol.param: self.policy.dataset},
+            satisfies=["data"],
+        )
+
+    async def _load(self) -> dict[str, Any]:
+        """Load the dataset first (a real tool call): its schema informs every prompt."""
+        load = self._load_step()
+        outcome = await self._run_tool(load.id, load.tool, dict(load.params))
+        if outcome.status != "ok" or not isinstance(outcome.output, dict):
+            msg = f"the dataset {self.policy.dataset!r} could not be loaded: {outcome.error}"
+            raise PipelineFailed(msg)
+        self.repairs.remember(outcome.output)
+        return outcome.output
+
+    async def _narrow(self, template: Template, r: Requirements) -> list[str]:
+        """Template tools ∪ tools retrieved for each requirement and for the whole question ∪
+        the safety set; then, for a requirement none of those covers (a retrieval miss), the
+        run's tools that the capability map says cover it."""
+        pool = self.task.tools
+        retrieved: list[tuple[str, float]] = []
+        if self.policy.retrieve:
+            queries = [*requirement_texts(r), self.task.query]
+            found = await self.retrieve(queries, self.policy.retrieve)
+            retrieved = [(n, score) for n, score in found if n in pool]
+        offered = narrow(
+            template=template.tools,
+            retrieved=retrieved,
+            safety=[n for n in self.safety if n in pool],
+            cap=self.policy.max_tools,
+        )
+        names = {t.name for t in offered}
+        missed = [
+            label for label in r.labels() if not any(self.registry.serves(n, label) for n in names)
+        ]
+        for label in missed:
+            for name in pool:
+                if name not in names and self.registry.serves(name, label):
+                    offered.append(NarrowedTool(name=name, source="capability"))
+                    names.add(name)
+        self.ctx.emit(ToolsNarrowedEvent, tools=offered, missed=missed)
+        return [t.name for t in offered]
+
+    async def _execute(self, steps: list[PipelineStep]) -> _Execution | Refusal:
+        """Run the plan's steps in order (the dataset is loaded already); a step that fails,
+        or cannot run as planned, stops it."""
+        step_no = self.kernel.count_step()
+        protocol = self.protocol
+        done = _Execution()
+        for step in steps:
+            if step.id == protocol.step:
+                continue  # loaded before planning
+            params = self.repairs.repair(step, dict(step.params))
+            if isinstance(params, Refusal):
+                return params
+            outcome = await self._run_tool(step.id, step.tool, params, step_no)
+            if outcome.status != "ok":
+                return Refusal(f"step {step.id} ({step.tool}) failed: {outcome.error}")
+            done.results[step.id] = outcome
+            output = outcome.output
+            if isinstance(output, dict):
+                self.repairs.remember(output)
+                if isinstance(file := output.get(protocol.file), str):
+                    done.files.append(file)
+                if isinstance(preview := output.get(protocol.preview), str):
+                    done.tables.append(preview)
+        return done
+
+    async def _run_tool(
+        self, step_id: str, tool: str, params: dict[str, JsonValue], step: int = 0
+    ) -> ToolOutcome:
+        return await self.kernel.call_tool(
+            tool,
+            params,
+            raw=json.dumps(params, ensure_ascii=False),
+            step=step,
+            call_id=f"step.{step_id}",
+        )
+
+    def _answer(self, r: Requirements, steps: list[PipelineStep], done: _Execution) -> str:
+        return self.workspace.render(
+            "pipeline_answer.j2",
+            requirements=r.model_dump(mode="json"),
+            steps=[s.model_dump(mode="json") for s in steps if s.id in done.results],
+            files=done.files,
+            tables=done.tables,
+            results={k: o.output for k, o in done.results.items()},
+        ).strip()
