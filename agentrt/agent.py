@@ -40,13 +40,12 @@ from agentrt.events import (
 from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
-from agentrt.models.weights import cache_dir
 from agentrt.planning import PLANNERS, PlannerInput
 from agentrt.run import RunContext
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
 from agentrt.sessions.store import Scope, Session, SessionStore
-from agentrt.settings import AgentSettings
+from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy
 from agentrt.trajectory.format import (
     Trajectory,

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from agentrt import ModelRequest, ModelResponseEvent, ScriptedModel, Trajectory, TurnStartedEvent
-from agentrt.knowledge.contexts import load_knowledge_config
+from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.documents import read_document
 from agentrt.knowledge.ingest import source_files
 from tests.helpers import call

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.exceptions import WorkspaceError
 
 __all__ = ["CONTEXTS_FILE", "ContextSpec", "KnowledgeConfig", "load_knowledge_config"]
@@ -96,21 +97,8 @@ def load_knowledge_config(root: Path) -> KnowledgeConfig | None:
     path = root / CONTEXTS_FILE
     if not path.is_file():
         return None
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        msg = f"{path}: cannot be read as YAML: {exc}"
-        raise WorkspaceError(msg) from None
+    data = load_yaml(path)
     if not isinstance(data, dict):
         msg = f"{path}: expected a mapping with a 'contexts' list, got {type(data).__name__}"
         raise WorkspaceError(msg)
-    try:
-        return KnowledgeConfig.model_validate({**data, "root": root.resolve()})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"field '{'.'.join(map(str, e['loc'])) or '(root)'}': {e['msg']}" for e in exc.errors()
-        )
-        msg = f"{path}: {problems}"
-        raise WorkspaceError(msg) from None
+    return load_yaml_model(path, KnowledgeConfig, data={**data, "root": root.resolve()})
