@@ -1,4 +1,4 @@
-"""The agent: one async generator per run, from the query to `run_finished`.
+"""Internal. The agent: one async generator per run, from the query to `run_finished`.
 
     run(query) ──► producer task ─────────────────────────────────────────► memory stream ──► caller
                    classify → strategy → tools → planner (→ executor)      (events, in seq order)

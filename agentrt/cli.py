@@ -1,4 +1,4 @@
-"""The `agentrt` command: run a question live, render and replay trajectories."""
+"""Internal. The `agentrt` command: run a question live, render and replay trajectories."""
 
 from __future__ import annotations
 

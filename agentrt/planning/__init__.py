@@ -1,4 +1,4 @@
-"""Planners: how a run gets from the query to an answer."""
+"""Internal. Planners: how a run gets from the query to an answer."""
 
 from agentrt.planning.base import Planner, PlannerInput, PlannerResult
 from agentrt.planning.dag import run_dag

@@ -1,4 +1,5 @@
-"""What a planner receives and returns. Every planner uses the same executor and events."""
+"""Internal. What a planner receives and returns. Every planner uses the same executor and
+events."""
 
 from __future__ import annotations
 
