@@ -15,6 +15,10 @@ import yaml
 
 from agentrt.catalog.metadata import CapabilityMap, ToolMetadata
 
+pytest.importorskip("faiss", reason="needs the retrieval extra")
+pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
+
+
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 DATA = BENCHMARKS / "data" / "retrieval"
 
