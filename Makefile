@@ -9,11 +9,13 @@ QUESTION ?= get revenue totals by region and product type over time
 run: .venv/.installed-run
 	.venv/bin/agentrt run "$(QUESTION)"
 
-# Every check: lint, format, types (strict on agentrt/), tests (a real model among them).
+# Every check: lint, format, types (strict on agentrt/), dependency layers (pyproject.toml's
+# [tool.importlinter]), tests (a real model among them).
 test: .venv/.installed-dev chromium
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
+	.venv/bin/lint-imports
 	.venv/bin/pytest
 
 bench: .venv/.installed-dev

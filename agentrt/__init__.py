@@ -5,246 +5,109 @@ from agentrt import Agent, LocalModel
 agent = Agent(model=LocalModel())  # the default workspace, the embedded model
 async for event in agent.run("What is 17.5% of 2340?"):
     ...
+
+The names below are the stable API; the modules users may import beside it are listed in the
+README ("Public API"). Every other module is internal.
 """
 
 import typing
 
-from agentrt._version import __version__ as __version__
-from agentrt.agent import (
-    Agent as Agent,
-)
-from agentrt.agent import (
-    RunResult as RunResult,
-)
-from agentrt.catalog.metadata import (
-    CapabilityMap as CapabilityMap,
-)
-from agentrt.catalog.metadata import (
-    ToolMetadata as ToolMetadata,
-)
+from agentrt._version import __version__
+
+# The agent, what a run returns, and the tool metadata a workspace's registry holds.
+from agentrt.agent import Agent, RunResult
+from agentrt.catalog.metadata import CapabilityMap, ToolMetadata
+
+# Events: one discriminated union on `type` (`Event`), streamed, recorded and replayed alike.
 from agentrt.events import (
-    AskEvent as AskEvent,
-)
-from agentrt.events import (
-    ClassifiedEvent as ClassifiedEvent,
-)
-from agentrt.events import (
-    CoverageEvent as CoverageEvent,
-)
-from agentrt.events import (
-    Event as Event,
-)
-from agentrt.events import (
-    EventBase as EventBase,
-)
-from agentrt.events import (
-    GuardEvent as GuardEvent,
-)
-from agentrt.events import (
-    IntentEvent as IntentEvent,
-)
-from agentrt.events import (
-    ModelErrorEvent as ModelErrorEvent,
-)
-from agentrt.events import (
-    ModelResponseEvent as ModelResponseEvent,
-)
-from agentrt.events import (
-    NarrowedTool as NarrowedTool,
-)
-from agentrt.events import (
-    NativeToolCall as NativeToolCall,
-)
-from agentrt.events import (
-    NodeSkippedEvent as NodeSkippedEvent,
-)
-from agentrt.events import (
-    PipelineStep as PipelineStep,
-)
-from agentrt.events import (
-    PlanAdaptedEvent as PlanAdaptedEvent,
-)
-from agentrt.events import (
-    PlanCreatedEvent as PlanCreatedEvent,
-)
-from agentrt.events import (
-    PlanDecisionEvent as PlanDecisionEvent,
-)
-from agentrt.events import (
-    PlanInvalidEvent as PlanInvalidEvent,
-)
-from agentrt.events import (
-    PlannerFallbackEvent as PlannerFallbackEvent,
-)
-from agentrt.events import (
-    PlanNode as PlanNode,
-)
-from agentrt.events import (
-    PlanWarningEvent as PlanWarningEvent,
-)
-from agentrt.events import (
-    RepairEvent as RepairEvent,
-)
-from agentrt.events import (
-    RequirementsEvent as RequirementsEvent,
-)
-from agentrt.events import (
-    RunFinishedEvent as RunFinishedEvent,
-)
-from agentrt.events import (
-    RunStartedEvent as RunStartedEvent,
-)
-from agentrt.events import (
-    RunStatus as RunStatus,
-)
-from agentrt.events import (
-    StrategySelectedEvent as StrategySelectedEvent,
-)
-from agentrt.events import (
-    TextDeltaEvent as TextDeltaEvent,
-)
-from agentrt.events import (
-    Timings as Timings,
-)
-from agentrt.events import (
-    ToolCallEvent as ToolCallEvent,
-)
-from agentrt.events import (
-    ToolCallInvalidEvent as ToolCallInvalidEvent,
-)
-from agentrt.events import (
-    ToolFinishedEvent as ToolFinishedEvent,
-)
-from agentrt.events import (
-    ToolsNarrowedEvent as ToolsNarrowedEvent,
-)
-from agentrt.events import (
-    ToolStartedEvent as ToolStartedEvent,
-)
-from agentrt.events import (
-    ToolStatus as ToolStatus,
-)
-from agentrt.events import (
-    TurnStartedEvent as TurnStartedEvent,
-)
-from agentrt.events import (
-    Usage as Usage,
-)
-from agentrt.events import (
-    VmInstructionEvent as VmInstructionEvent,
-)
-from agentrt.events import (
-    event_adapter as event_adapter,
-)
-from agentrt.exceptions import (
-    AgentrtError as AgentrtError,
-)
-from agentrt.exceptions import (
-    ModelError as ModelError,
-)
-from agentrt.exceptions import (
-    RequestRejected as RequestRejected,
-)
-from agentrt.exceptions import (
-    RetriesExhausted as RetriesExhausted,
-)
-from agentrt.exceptions import (
-    ScriptExhausted as ScriptExhausted,
-)
-from agentrt.exceptions import (
-    StreamInterrupted as StreamInterrupted,
-)
-from agentrt.exceptions import (
-    ToolDefinitionError as ToolDefinitionError,
-)
-from agentrt.exceptions import (
-    ToolError as ToolError,
-)
-from agentrt.exceptions import (
-    UserError as UserError,
-)
-from agentrt.exceptions import (
-    WorkspaceError as WorkspaceError,
-)
-from agentrt.models import (
-    Message as Message,
-)
-from agentrt.models import (
-    Model as Model,
-)
-from agentrt.models import (
-    ModelChunk as ModelChunk,
-)
-from agentrt.models import (
-    ModelRequest as ModelRequest,
-)
-from agentrt.models import (
-    ScriptedModel as ScriptedModel,
-)
-from agentrt.models import (
-    ScriptedTurn as ScriptedTurn,
-)
-from agentrt.models import (
-    TextChunk as TextChunk,
-)
-from agentrt.models import (
-    ToolCallChunk as ToolCallChunk,
-)
-from agentrt.models import (
-    ToolDefinition as ToolDefinition,
-)
-from agentrt.models import (
-    UsageChunk as UsageChunk,
-)
-from agentrt.models.local import (
-    LocalModel as LocalModel,
-)
-from agentrt.sessions.sqlite import (
-    SqliteSessionStore as SqliteSessionStore,
-)
-from agentrt.sessions.store import (
-    Scope as Scope,
-)
-from agentrt.sessions.store import (
-    Session as Session,
-)
-from agentrt.sessions.store import (
-    SessionStore as SessionStore,
-)
-from agentrt.sessions.store import (
-    SessionTool as SessionTool,
-)
-from agentrt.settings import (
-    AgentSettings as AgentSettings,
-)
-from agentrt.strategy import (
-    Strategy as Strategy,
-)
-from agentrt.strategy import (
-    Template as Template,
-)
-from agentrt.tool import (
-    Tool as Tool,
-)
-from agentrt.tool import (
-    ToolContext as ToolContext,
-)
-from agentrt.tool import (
-    tool as tool,
-)
-from agentrt.trajectory.format import (
-    Trajectory as Trajectory,
-)
-from agentrt.trajectory.format import (
-    TrajectoryHeader as TrajectoryHeader,
-)
-from agentrt.workspace import (
-    Workspace as Workspace,
+    AskEvent,
+    ClassifiedEvent,
+    CoverageEvent,
+    Event,
+    EventBase,
+    GuardEvent,
+    IntentEvent,
+    ModelErrorEvent,
+    ModelResponseEvent,
+    NarrowedTool,
+    NativeToolCall,
+    NodeSkippedEvent,
+    PipelineStep,
+    PlanAdaptedEvent,
+    PlanCreatedEvent,
+    PlanDecisionEvent,
+    PlanInvalidEvent,
+    PlannerFallbackEvent,
+    PlanNode,
+    PlanWarningEvent,
+    RepairEvent,
+    RequirementsEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    RunStatus,
+    StrategySelectedEvent,
+    TextDeltaEvent,
+    Timings,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
+    ToolFinishedEvent,
+    ToolsNarrowedEvent,
+    ToolStartedEvent,
+    ToolStatus,
+    TurnStartedEvent,
+    Usage,
+    VmInstructionEvent,
+    event_adapter,
 )
 
+# Errors: `UserError` and its kin for the developer, `ToolError` for the model.
+from agentrt.exceptions import (
+    AgentrtError,
+    ModelError,
+    RequestRejected,
+    RetriesExhausted,
+    ScriptExhausted,
+    StreamInterrupted,
+    ToolDefinitionError,
+    ToolError,
+    UserError,
+    WorkspaceError,
+)
+
+# Models: the interface, what flows through it, and the backends (OpenAIModel below, lazily).
+from agentrt.models import (
+    Message,
+    Model,
+    ModelChunk,
+    ModelRequest,
+    ScriptedModel,
+    ScriptedTurn,
+    TextChunk,
+    ToolCallChunk,
+    ToolDefinition,
+    UsageChunk,
+)
+from agentrt.models.local import LocalModel
+
+# Sessions: conversations kept across runs, in memory or in SQLite.
+from agentrt.sessions.sqlite import SqliteSessionStore
+from agentrt.sessions.store import Scope, Session, SessionStore, SessionTool
+
+# Settings and strategies.
+from agentrt.settings import AgentSettings
+from agentrt.strategy import Strategy, Template
+
+# Tools.
+from agentrt.tool import Tool, ToolContext, tool
+
+# Trajectories: a run's events as JSONL, headed by what reproduces it.
+from agentrt.trajectory.format import Trajectory, TrajectoryHeader
+
+# The workspace: strategies, tool packs, tool metadata and prompts, loaded from a folder.
+from agentrt.workspace import Workspace
+
 if typing.TYPE_CHECKING:
-    from agentrt.models.openai import OpenAIModel as OpenAIModel
-    from agentrt.models.openai import OpenAISettings as OpenAISettings
+    from agentrt.models.openai import OpenAIModel, OpenAISettings
 
 __all__ = [
     "Agent",

@@ -1,4 +1,4 @@
-"""The agent: one async generator per run, from the query to `run_finished`.
+"""Internal. The agent: one async generator per run, from the query to `run_finished`.
 
     run(query) ──► producer task ─────────────────────────────────────────► memory stream ──► caller
                    classify → strategy → tools → planner (→ executor)      (events, in seq order)
@@ -40,13 +40,12 @@ from agentrt.events import (
 from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
-from agentrt.models.weights import cache_dir
 from agentrt.planning import PlannerInput, PlannerResult, run_planner
 from agentrt.run import RunContext
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
 from agentrt.sessions.store import Scope, Session, SessionStore
-from agentrt.settings import AgentSettings
+from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy
 from agentrt.tool import ToolRunner, ToolStorage, run_tool
 from agentrt.trajectory.format import (

@@ -1,4 +1,5 @@
-"""Classification: one short model call that picks the query type, under a strict JSON schema."""
+"""Internal. Classification: one short model call that picks the query type, under a strict JSON
+schema."""
 
 from __future__ import annotations
 

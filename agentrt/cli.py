@@ -1,4 +1,4 @@
-"""The `agentrt` command: run a question live, render and replay trajectories."""
+"""Internal. The `agentrt` command: run a question live, render and replay trajectories."""
 
 from __future__ import annotations
 
@@ -688,8 +688,8 @@ def ingest(
     their vectors in FAISS. Only files whose content changed since the last ingest are read."""
     from rich.progress import TaskID
 
+    from agentrt.contexts import CONTEXTS_FILE, load_knowledge_config
     from agentrt.exceptions import WorkspaceError
-    from agentrt.knowledge.contexts import CONTEXTS_FILE, load_knowledge_config
     from agentrt.knowledge.ingest import ingest as ingest_contexts
     from agentrt.knowledge.search import KnowledgeBase
     from agentrt.workspace import default_workspace_path

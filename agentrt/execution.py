@@ -1,4 +1,5 @@
-"""The executor: turns parsed calls into results, concurrently, without ever crashing a run.
+"""Internal. The executor: turns parsed calls into results, concurrently, without ever crashing a
+run.
 
     parsed call ──► admit ──► (invalid: event + observation for the model)
                         └──► ToolCallEvent ──► Batch ──► execute ──► ToolFinishedEvent

@@ -1,4 +1,5 @@
-"""The state of one run that every part of it shares: the event sink and the run's accounts."""
+"""Internal. The state of one run that every part of it shares: the event sink and the run's
+accounts."""
 
 from __future__ import annotations
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["AgentSettings"]
+__all__ = ["AgentSettings", "cache_dir"]
 
 
 class AgentSettings(BaseModel):
@@ -39,3 +40,12 @@ class AgentSettings(BaseModel):
     cache_dir: Path | None = None
     """Where the tool index and joined model weights are cached; None: $AGENTRT_CACHE_DIR,
     else ~/.cache/agentrt."""
+
+
+def cache_dir() -> Path:
+    """`$AGENTRT_CACHE_DIR`, else `$XDG_CACHE_HOME/agentrt`, else `~/.cache/agentrt`: where
+    `AgentSettings.cache_dir` points when it is None."""
+    if explicit := os.environ.get("AGENTRT_CACHE_DIR"):
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "agentrt"

@@ -7,7 +7,7 @@
         registry/            tool metadata and the capability map (see `agentrt.catalog.metadata`);
                              pipeline.yaml, the `pipeline` planner's vocabulary
         prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
-        contexts.yaml        (optional) knowledge bases (see `agentrt.knowledge.contexts`)
+        contexts.yaml        (optional) knowledge bases (see `agentrt.contexts`)
 
 The default workspace is the one this repository ships (inside the wheel once installed). A
 user's workspace may leave out `prompts/` entries: the default's are used for any it lacks.
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentrt.catalog.metadata import load_registry
 from agentrt.catalog.packs import ToolCatalog, load_tool_packs
+from agentrt.contexts import KnowledgeConfig, load_knowledge_config
 from agentrt.exceptions import WorkspaceError
-from agentrt.knowledge.contexts import KnowledgeConfig, load_knowledge_config
 from agentrt.strategy import (
     PipelineStrategy,
     PipelineVocabulary,

@@ -67,8 +67,8 @@ from agentrt import (
     Trajectory,
     Workspace,
 )
+from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.answer import FoundChunk, RetrievalResult
-from agentrt.knowledge.contexts import load_knowledge_config
 from agentrt.knowledge.ingest import ingest
 from agentrt.knowledge.search import KnowledgeBase, SearchMethod, open_knowledge
 from agentrt.knowledge.store import Store

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/retrieval.py            # the whole table (about a minute)
     .venv/bin/python benchmarks/retrieval.py --quick    # a quarter of the queries, 600 tools
     .venv/bin/python benchmarks/retrieval.py --detail   # also recall per domain, and the misses
+    .venv/bin/python benchmarks/retrieval.py --slice 8 --catalog 40   # the smoke test's size
 
 Everything goes through the project's own code: `load_embedder`, `ToolIndex.build`,
 `ToolIndex.search`, `await ToolIndex.query` and `narrow`.
@@ -117,6 +118,19 @@ def load_labelled(folder: Path = DATA) -> Labelled:
     if len(set(texts)) != len(texts):
         raise ValueError("queries.yaml has the same query twice")
     return Labelled(capabilities, tools, domain, queries)
+
+
+def sliced(labelled: Labelled, queries: int) -> Labelled:
+    """The first `queries` queries and only the tools they name, with the safety set: small
+    enough to embed in seconds, and still every row of the table."""
+    kept = labelled.queries[:queries]
+    names = {g for q in kept for g in q.gold} | set(SAFETY)
+    return Labelled(
+        labelled.capabilities,
+        {n: m for n, m in labelled.tools.items() if n in names},
+        {n: d for n, d in labelled.domain.items() if n in names},
+        kept,
+    )
 
 
 # ── the scale catalog ────────────────────────────────────────────────────────────────────────
@@ -394,6 +408,12 @@ def main() -> None:
         help="a quarter of the queries and a 600-tool catalog: a smoke check, not numbers",
     )
     parser.add_argument("--catalog", type=int, help="tools in the scale catalog (default 3,000)")
+    parser.add_argument(
+        "--slice",
+        type=int,
+        metavar="N",
+        help="only the first N queries and the tools they name: a smoke check, not numbers",
+    )
     parser.add_argument("--seed", type=int, default=4, help="seed of the scale catalog")
     parser.add_argument(
         "--detail", action="store_true", help="also recall per domain, and every miss at 5"
@@ -415,6 +435,8 @@ def main() -> None:
     # Piped, rich would wrap the table at 80 columns.
     console = Console() if Console().is_terminal else Console(width=110)
     labelled = load_labelled()
+    if args.slice:
+        labelled = sliced(labelled, args.slice)
     queries = labelled.queries[::4] if args.quick else labelled.queries
     texts = [q.text for q in queries]
     warmup = 5 if args.quick else 20
@@ -464,7 +486,8 @@ def main() -> None:
         f"{len(queries)} queries",
         "",
         f"{len(labelled.tools)} tools, {len(domains)} domains"
-        + (" (--quick: every 4th query)" if args.quick else ""),
+        + (" (--quick: every 4th query)" if args.quick else "")
+        + (f" (--slice {args.slice})" if args.slice else ""),
     )
     for k in KS:
         table.add_row(f"recall@{k}", f"{labelled_recall.at[k]:.3f}", "", "")

@@ -1,4 +1,4 @@
-"""The engine's own tools: in every workspace, needing no metadata.
+"""Internal. The engine's own tools: in every workspace, needing no metadata.
 
 - `finish` ends the run with its answer; every run offers it.
 - `ask_user` ends the run with a clarifying question (status `needs_input`); the session's next

@@ -1,4 +1,4 @@
-"""Tool retrieval: a FAISS index over the tools' metadata, and the narrowing rule.
+"""Internal. Tool retrieval: a FAISS index over the tools' metadata, and the narrowing rule.
 
 Each tool's compact metadata document (`ToolMetadata.document`) is embedded once; the index is
 an inner-product FAISS index over the normalised vectors (cosine similarity). At query time

@@ -1,4 +1,4 @@
-"""The tools one run offers: those narrowed for it, and its session's.
+"""Internal. The tools one run offers: those narrowed for it, and its session's.
 
 It is a mapping of tool name → `Tool`, like the workspace's catalog, but it can grow during the
 run: a tool may create a session tool (see `agentrt.sessions.store`), kept in the session for its

@@ -1,4 +1,4 @@
-"""An evaluation's output folder, which makes a long evaluation resumable.
+"""Internal. An evaluation's output folder, which makes a long evaluation resumable.
 
     <out>/run.json        what is evaluated (data set, model, workspace): a rerun resumes only
                           the same evaluation

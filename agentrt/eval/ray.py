@@ -1,4 +1,5 @@
-"""Evaluation on Ray: every question a Ray task that rebuilds the agent from an `EvalSpec`.
+"""Internal. Evaluation on Ray: every question a Ray task that rebuilds the agent from an
+`EvalSpec`.
 
 The spec is plain data (a model spec string, a workspace path, settings), so the task needs
 nothing from the driver but it; it scores its run where it ran and returns the `EvalResult`.

@@ -1,6 +1,5 @@
 """Agentic retrieval over knowledge bases ("contexts").
 
-    contexts    what a workspace declares in `contexts.yaml`
     documents   source files → chunks that follow their structure (headings, pages)
     graph       entities and relations read out of the chunks, without a model
     store       SQLite (items, chunks, FTS5, the graph, vectors) and a FAISS index per context
@@ -11,6 +10,7 @@
     answer      the chunks a run found and the answer that cites them
 
 The tools a model calls are a workspace's tool pack (`workspaces/knowledge/tools/`), built on
-these modules. Nothing is imported here: `agentrt.workspace` reads `contexts` on every load,
-and the rest needs the `retrieval` extra.
+these modules; what a workspace declares in `contexts.yaml` is `agentrt.contexts`, which the
+core reads without this package. Nothing is imported here: most of it needs the `retrieval`
+extra.
 """

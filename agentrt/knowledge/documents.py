@@ -1,4 +1,4 @@
-"""Reading source files into chunks that follow the document's own structure.
+"""Internal. Reading source files into chunks that follow the document's own structure.
 
     Markdown   sections at headings (ATX `#` and setext underlines; not inside code fences)
     HTML       made into the same Markdown outline (h1–h6, paragraphs, lists, pre), then as above

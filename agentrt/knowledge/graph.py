@@ -1,4 +1,4 @@
-"""A knowledge graph read out of the chunks at ingest, without a model.
+"""Internal. A knowledge graph read out of the chunks at ingest, without a model.
 
 Entities are what documentation names precisely: code spans, dotted and CamelCase
 identifiers, acronyms (HTTP/2, JSON), runs of capitalised words (Hugging Face), and the

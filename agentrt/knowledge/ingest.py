@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentrt.contexts import ContextSpec, KnowledgeConfig
 from agentrt.exceptions import UserError
-from agentrt.knowledge.contexts import ContextSpec, KnowledgeConfig
 from agentrt.knowledge.documents import SUFFIXES, file_hash, read_document
 from agentrt.knowledge.search import KnowledgeBase
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from agentrt.contexts import CONTEXTS_FILE, KnowledgeConfig, load_knowledge_config
 from agentrt.exceptions import ToolError, UserError
-from agentrt.knowledge.contexts import CONTEXTS_FILE, KnowledgeConfig, load_knowledge_config
 from agentrt.knowledge.store import ChunkRecord, ItemRecord, Store, Target, query_terms
 from agentrt.logs import get_logger
 from agentrt.sessions.store import Scope

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrt.knowledge.contexts import ContextSpec
+from agentrt.contexts import ContextSpec
 from agentrt.knowledge.documents import Document
 from agentrt.knowledge.graph import extract
 from agentrt.vectors.cache import write_atomic

@@ -1,4 +1,4 @@
-"""What every model backend speaks: messages in, a stream of chunks out."""
+"""Internal. What every model backend speaks: messages in, a stream of chunks out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A model that plays a script: for tests, benchmarks, replay and the offline demo."""
+"""Internal. A model that plays a script: for tests, benchmarks, replay and the offline demo."""
 
 from __future__ import annotations
 

@@ -20,8 +20,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from agentrt.exceptions import UserError
+from agentrt.settings import cache_dir
 
-__all__ = ["WeightPack", "cache_dir", "materialize", "weight_packs"]
+__all__ = ["WeightPack", "materialize", "weight_packs"]
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -44,14 +45,6 @@ class WeightPack(BaseModel):
 def weight_packs() -> dict[str, WeightPack]:
     data = json.loads((Path(__file__).parent / "weights.json").read_text(encoding="utf-8"))
     return {p["name"]: WeightPack.model_validate(p) for p in data}
-
-
-def cache_dir() -> Path:
-    """`$AGENTRT_CACHE_DIR`, else `$XDG_CACHE_HOME/agentrt`, else `~/.cache/agentrt`."""
-    if explicit := os.environ.get("AGENTRT_CACHE_DIR"):
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "agentrt"
 
 
 def materialize(

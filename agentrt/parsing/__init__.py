@@ -1,4 +1,4 @@
-"""Finding tool calls in what a model streams.
+"""Internal. Finding tool calls in what a model streams.
 
 `ToolCallParser` reads streamed text and separates visible text from the tool calls written
 into it (tool tags, Hermes ``<tool_call>`` elements, bare or fenced JSON objects);

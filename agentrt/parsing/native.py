@@ -1,4 +1,4 @@
-"""Assembly of OpenAI-style streamed ``tool_calls`` deltas into complete calls.
+"""Internal. Assembly of OpenAI-style streamed ``tool_calls`` deltas into complete calls.
 
 A server streams each call as deltas that share an ``index``: usually the first carries the
 call's ``id`` and function ``name`` and the rest carry pieces of the ``arguments`` string, but

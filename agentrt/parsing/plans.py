@@ -1,4 +1,4 @@
-"""Incremental parsing of a streamed `dag` plan: each node as soon as it is written.
+"""Internal. Incremental parsing of a streamed `dag` plan: each node as soon as it is written.
 
 A plan is one JSON object with a `nodes` array (and, under a schema, a `plan` string), perhaps
 preceded by a human-readable `<plan>…</plan>` block and wrapped in a code fence:

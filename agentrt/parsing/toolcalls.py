@@ -1,4 +1,4 @@
-"""Incremental parsing of the tool calls a model writes into its streamed text.
+"""Internal. Incremental parsing of the tool calls a model writes into its streamed text.
 
 A call arrives in one of four shapes:
 

@@ -1,4 +1,4 @@
-"""Planners: how a run gets from the query to an answer.
+"""Internal. Planners: how a run gets from the query to an answer.
 
 Each planner file holds only its own algorithm; what they all do the same way (the opening
 conversation, a model turn and its retry, one JSON answer, a plan's tool call, the budgets)

@@ -1,5 +1,6 @@
-"""What every planner receives and returns. Each planner takes its own policy beside these
-(see `agentrt.planning.run_planner`); every one uses the same executor and events."""
+"""Internal. What every planner receives and returns. Each planner takes its own policy
+beside these (see `agentrt.planning.run_planner`); every one uses the same executor and
+events."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The `dag` planner: the model writes a graph of tool calls; each node runs the moment its own
-dependencies have finished — never waiting for a whole level.
+"""Internal. The `dag` planner: the model writes a graph of tool calls; each node runs the moment
+its own dependencies have finished — never waiting for a whole level.
 
     plan (JSON schema) ─► nodes start while the plan streams, once their dependencies are done
        │                  (each checked as it arrives; the whole plan checked at its end)

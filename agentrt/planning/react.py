@@ -1,4 +1,4 @@
-"""The `react` planner: stream a turn, run each tool call the moment it closes, repeat.
+"""Internal. The `react` planner: stream a turn, run each tool call the moment it closes, repeat.
 
 Tool calls start while the model is still writing (interruption-free, incremental dispatch):
 the parser hands over a call as soon as its closing tag or brace arrives, and the executor

@@ -1,4 +1,4 @@
-"""References from one plan step to another's result, filled in before the step runs.
+"""Internal. References from one plan step to another's result, filled in before the step runs.
 
     "${T1}"                 the whole result of T1 (a `dag` node or a `vm` variable)
     "${T1.rows[0].name}"    a part of it: fields by `.name`, list items by `[index]`

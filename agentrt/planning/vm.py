@@ -1,4 +1,4 @@
-"""The `vm` planner: the model writes a StackVM program, which a small VM runs.
+"""Internal. The `vm` planner: the model writes a StackVM program, which a small VM runs.
 
 A program is a list of instructions `{seq_no, type, parameters}`, run in order over a store of
 variables:

@@ -1,4 +1,5 @@
-"""The HTTP app: runs streamed as SSE or NDJSON, their trajectories, sessions, and a web page.
+"""Internal. The HTTP app: runs streamed as SSE or NDJSON, their trajectories, sessions, and a web
+page.
 
     POST /runs                      start a run, stream its events (SSE or NDJSON by Accept)
     GET  /runs/{run_id}             its state and trajectory (events so far, or the file)

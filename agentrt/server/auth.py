@@ -1,4 +1,5 @@
-"""Bearer tokens: who may start and read runs, and the rule that exposes no server without one.
+"""Internal. Bearer tokens: who may start and read runs, and the rule that exposes no server without
+one.
 
 Every API route needs `Authorization: Bearer <token>` when the server has tokens; the web page
 and the OpenAPI schema do not (they hold nothing secret; the page asks for the token). All

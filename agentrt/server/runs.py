@@ -1,4 +1,5 @@
-"""The runs a server holds: each consumed by a task of its own, its events kept for the streams.
+"""Internal. The runs a server holds: each consumed by a task of its own, its events kept for the
+streams.
 
     POST /runs ─► agent.run(…) ─► RunRegistry.start ─► consumer task ─► RunHandle.events
                                                                              │

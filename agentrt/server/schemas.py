@@ -1,4 +1,4 @@
-"""What the HTTP API takes and returns: the pydantic models behind its OpenAPI schema.
+"""Internal. What the HTTP API takes and returns: the pydantic models behind its OpenAPI schema.
 
 Events themselves are not redefined here: streams and trajectories carry `agentrt.events.Event`
 exactly as a run emits it.

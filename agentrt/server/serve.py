@@ -1,4 +1,4 @@
-"""Serving the app with uvicorn, ending the runs in progress first when the server stops.
+"""Internal. Serving the app with uvicorn, ending the runs in progress first when the server stops.
 
 Uvicorn stops by waiting for open responses to finish, then cutting them off after a grace
 period. A run's stream finishes only with the run, so this server cancels the runs in progress

@@ -1,4 +1,4 @@
-"""Events on the wire: SSE or NDJSON, chosen by `Accept`, from a live run or a file.
+"""Internal. Events on the wire: SSE or NDJSON, chosen by `Accept`, from a live run or a file.
 
     SSE      event: <type>\\nid: <seq>\\ndata: <event json>\\n\\n     text/event-stream
     NDJSON   <event json>\\n                                         application/x-ndjson

@@ -1,4 +1,4 @@
-"""The trajectory files a server knows: those under its agent's trajectory folder.
+"""Internal. The trajectory files a server knows: those under its agent's trajectory folder.
 
     <trajectory_dir>/<yyyy-mm-dd>/<run_id>.jsonl     (`agentrt.trajectory.trajectory_path`)
 

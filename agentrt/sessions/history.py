@@ -1,4 +1,5 @@
-"""The memory manager: which of a session's earlier turns a run sees, within a token budget.
+"""Internal. The memory manager: which of a session's earlier turns a run sees, within a token
+budget.
 
 A history within the budget is shown whole. A longer one: the latest turns whole, newest first
 while they fit in three quarters of the budget; the older ones summarised in one system message

@@ -1,4 +1,5 @@
-"""Sessions kept in a SQLite file, so that a conversation outlives the process that began it.
+"""Internal. Sessions kept in a SQLite file, so that a conversation outlives the process that began
+it.
 
     sessions (id, tools, updated)          one row per session; its session tools as JSON
     messages (session_id, position, json)  the conversation, oldest first

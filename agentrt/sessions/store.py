@@ -1,4 +1,4 @@
-"""Sessions: the conversation so far, and the tools created for it.
+"""Internal. Sessions: the conversation so far, and the tools created for it.
 
 A session tool is created during a run by a tool (say, a search that found a document offers
 `get_more_content_from_<item>` afterwards). It is data, not code: a registered base tool, some

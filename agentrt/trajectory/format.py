@@ -1,4 +1,4 @@
-"""Trajectories: a run's event stream as JSONL, headed by what is needed to reproduce it.
+"""Internal. Trajectories: a run's event stream as JSONL, headed by what is needed to reproduce it.
 
     line 1     TrajectoryHeader   (type "header": model, strategy, tool schema hashes, version…)
     line 2…    one Event per line, in `seq` order, the last one `run_finished`

@@ -1,4 +1,4 @@
-"""Embeddings of documents, cached on disk by each document's hash.
+"""Internal. Embeddings of documents, cached on disk by each document's hash.
 
 A store is one `.npz` file: the hash of every document it holds, and its vector. Asking for the
 vectors of some documents embeds only those the store lacks, then rewrites the store to hold

@@ -13,10 +13,14 @@ import pytest
 from rich.console import Console
 
 from agentrt import ModelRequest, ModelResponseEvent, ScriptedModel, Trajectory, TurnStartedEvent
-from agentrt.knowledge.contexts import load_knowledge_config
+from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.documents import read_document
 from agentrt.knowledge.ingest import source_files
 from tests.helpers import call
+
+pytest.importorskip("faiss", reason="needs the retrieval extra")
+pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
+
 from tests.knowledge.support import tool_results
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

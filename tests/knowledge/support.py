@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrt import ModelRequest
-from agentrt.knowledge.contexts import load_knowledge_config
+from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.ingest import IngestReport, ingest
 from agentrt.knowledge.search import KnowledgeBase, open_knowledge
 

@@ -11,9 +11,14 @@ from typer.testing import CliRunner
 
 from agentrt import UserError, WorkspaceError
 from agentrt.cli import app
-from agentrt.knowledge.contexts import load_knowledge_config
+from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.ingest import ingest
 from agentrt.knowledge.search import KnowledgeBase
+
+pytest.importorskip("faiss", reason="needs the retrieval extra")
+pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
+pytest.importorskip("pypdf", reason="needs the knowledge extra")
+
 from tests.knowledge.support import copy_sample, fresh_kb, write_pdf
 
 

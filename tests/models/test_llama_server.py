@@ -35,6 +35,8 @@ from agentrt.parsing import NativeToolCallAssembler
 from agentrt.parsing.toolcalls import CallPiece
 from tests.helpers import TEST_WORKSPACE, check_stream
 
+pytest.importorskip("llama_cpp", reason="needs the local extra")
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+import pytest
 
 from agentrt.cli import DEMO_QUESTION
+
+pytest.importorskip("fastapi", reason="needs the server extra")
+pytest.importorskip("uvicorn", reason="needs the server extra")
 
 
 def test_refuses_to_expose_a_server_without_a_token(tmp_path: Path) -> None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("pandas", reason="needs the analysis extra")
+
 import pandas as pd
 
 from agentrt import Message, Session, SessionStore, SessionTool, SqliteSessionStore

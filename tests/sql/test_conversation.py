@@ -14,8 +14,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import anyio
-import pandas as pd
 import pytest
+
+pytest.importorskip("sqlglot", reason="needs the db extra")
+pytest.importorskip("pandas", reason="needs the analysis extra")
+pytest.importorskip("faiss", reason="needs the retrieval extra")
+pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
+
+import pandas as pd
 
 from agentrt import (
     Agent,

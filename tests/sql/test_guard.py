@@ -21,6 +21,8 @@ from agentrt.sql.guard import (
 
 from .shop import digest
 
+pytest.importorskip("sqlglot", reason="needs the db extra")
+
 
 class TestReads:
     @pytest.mark.parametrize(

@@ -16,8 +16,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pandas as pd
 import pytest
+
+pytest.importorskip("pandas", reason="needs the analysis extra")
+pytest.importorskip("matplotlib", reason="needs the analysis extra")
+
+import pandas as pd
 
 from agentrt import (
     Agent,
