@@ -40,7 +40,7 @@ from agentrt.events import (
 from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
-from agentrt.planning import PlannerInput, PlannerResult, run_planner
+from agentrt.planning import PlannerInput, PlannerResult, Progress, run_planner
 from agentrt.run import RunContext
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
@@ -252,7 +252,7 @@ class Agent:
         status: RunStatus = "cancelled"
         answer: str | None = None
         error: str | None = None
-        steps = 0
+        progress = Progress()
         session = self.sessions.get(request.session_id) if request.session_id else None
         try:
             with cancel:
@@ -267,13 +267,8 @@ class Agent:
                     strategy, suggested = await self._choose_strategy(
                         ctx, request.query, request.strategy
                     )
-                    result = await self._plan(ctx, strategy, request, session, suggested)
-                    status, answer, error, steps = (
-                        result.status,
-                        result.answer,
-                        result.error,
-                        result.steps,
-                    )
+                    result = await self._plan(ctx, strategy, request, session, suggested, progress)
+                    status, answer, error = result.status, result.answer, result.error
                 except Exception as exc:
                     status, error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, AgentrtError):  # ours explain themselves; log bugs
@@ -286,7 +281,7 @@ class Agent:
                 status=status,
                 answer=answer,
                 error=error,
-                steps=steps,
+                steps=progress.steps,
                 usage=ctx.usage,
                 timings=Timings(
                     total=round(ctx.elapsed(), 6),
@@ -335,6 +330,7 @@ class Agent:
         request: _Request,
         session: Session | None,
         suggested: list[str],
+        progress: Progress,
     ) -> PlannerResult:
         offered = await self._narrow(strategy, request.query)
         tools = self.workspace.tools
@@ -374,6 +370,7 @@ class Agent:
             ),
             step_budget=strategy.step_budget,
             settings=self.settings,
+            progress=progress,
         )
         return await run_planner(task, strategy, self.workspace, self._retrieve)
 

@@ -123,6 +123,8 @@ class TestCancellation:
         check_stream(recorded)
         end = last(recorded)
         assert (end.status, end.error) == ("cancelled", "the run was cancelled")
+        # The turn it was cancelled in counts: a cancelled run returns no result to count from.
+        assert end.steps == 1
         finished = [e for e in recorded if e.type == "tool_finished"]
         assert [(e.name, e.status) for e in finished] == [("nap", "cancelled")]  # type: ignore[attr-defined]
 

@@ -1,4 +1,4 @@
-"""The JSON value in a model's whole answer, which small models fence or wrap in prose.
+"""Internal. The JSON value in a model's whole answer, which small models fence or wrap in prose.
 
 Every planner step that asks for one JSON answer (a plan, a program, a verdict, a
 classification) reads it through `find_json`, so a fenced or chatty answer is read the same

@@ -7,7 +7,7 @@ is in `kernel.py`.
 
 from typing import assert_never
 
-from agentrt.planning.base import PlannerInput, PlannerResult, Retrieve
+from agentrt.planning.base import PlannerInput, PlannerResult, Progress, Retrieve
 from agentrt.planning.dag import run_dag
 from agentrt.planning.pipeline import run_pipeline
 from agentrt.planning.react import run_react
@@ -15,7 +15,7 @@ from agentrt.planning.vm import run_vm
 from agentrt.strategy import DagStrategy, PipelineStrategy, ReactStrategy, Strategy, VmStrategy
 from agentrt.workspace import Workspace
 
-__all__ = ["PlannerInput", "PlannerResult", "Retrieve", "run_planner"]
+__all__ = ["PlannerInput", "PlannerResult", "Progress", "Retrieve", "run_planner"]
 
 
 async def run_planner(

@@ -5,7 +5,7 @@ events."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.events import RunStatus
@@ -14,7 +14,16 @@ from agentrt.models.base import Message
 from agentrt.run import RunContext
 from agentrt.settings import AgentSettings
 
-__all__ = ["PlannerInput", "PlannerResult", "Retrieve"]
+__all__ = ["PlannerInput", "PlannerResult", "Progress", "Retrieve"]
+
+
+@dataclass(slots=True)
+class Progress:
+    """How far a planner has got, kept by its kernel as it goes. The agent reads it for
+    `run_finished` however the run ends: a cancelled run returns no result to read."""
+
+    steps: int = 0
+    """Steps started: turns, plans, programs or pipeline phases."""
 
 
 @dataclass(slots=True)
@@ -35,14 +44,13 @@ class PlannerInput:
     """Most steps the run may take (the strategy's `step_budget`)."""
     settings: AgentSettings
     """Limits the planner applies: token budget, turn retries."""
+    progress: Progress = field(default_factory=Progress)
 
 
 @dataclass(slots=True)
 class PlannerResult:
     status: RunStatus
     answer: str | None
-    steps: int
-    """Steps the run took, for `run_finished`."""
     error: str | None = None
     """Why a run that ended `error` failed."""
 

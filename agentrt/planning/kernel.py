@@ -1,6 +1,6 @@
-"""What every planner does the same way: open the conversation, take a model turn (asked again
-when its stream breaks off), ask for one JSON answer, call a tool a plan names, and keep the
-step and token budgets.
+"""Internal. What every planner does the same way: open the conversation, take a model turn (asked
+again when its stream breaks off), ask for one JSON answer, call a tool a plan names, and keep
+the step and token budgets.
 
 One `Kernel` serves one planner run. A planner counts its steps with `next_step()`, which says
 when either budget is spent, and ends with `result(...)`, which carries the step count to
@@ -58,8 +58,7 @@ class Kernel:
     def __init__(self, task: PlannerInput) -> None:
         self.task = task
         self.ctx = task.ctx
-        self.steps = 0
-        """Steps started so far: turns, plans, programs or pipeline phases."""
+        self.progress = task.progress
 
     def opening(self, system: str) -> list[Message]:
         """The conversation a run starts from: the system prompt, the run's notes, the
@@ -71,6 +70,11 @@ class Kernel:
             *task.history,
             Message(role="user", content=task.query),
         ]
+
+    @property
+    def steps(self) -> int:
+        """Steps started so far: turns, plans, programs or pipeline phases."""
+        return self.progress.steps
 
     @property
     def tokens_spent(self) -> bool:
@@ -88,17 +92,17 @@ class Kernel:
         budget is spent (the run then ends `budget_exhausted`)."""
         if not self.budget_left:
             return None
-        self.steps += 1
-        return self.steps
+        self.progress.steps += 1
+        return self.progress.steps
 
     def count_step(self) -> int:
         """Count a step that asks the model nothing (a pipeline running its plan): the budgets,
         which hold back model calls, do not hold it back."""
-        self.steps += 1
-        return self.steps
+        self.progress.steps += 1
+        return self.progress.steps
 
     def result(self, status: RunStatus, answer: str | None = None) -> PlannerResult:
-        return PlannerResult(status, answer, self.steps)
+        return PlannerResult(status, answer)
 
     async def run(self, body: Callable[[], Awaitable[PlannerResult]]) -> PlannerResult:
         """The planner's `body`, its run-time failures (a model that fails, a plan that cannot
@@ -106,7 +110,7 @@ class Kernel:
         try:
             return await body()
         except AgentrtError as exc:
-            return PlannerResult("error", None, self.steps, f"{type(exc).__name__}: {exc}")
+            return PlannerResult("error", None, f"{type(exc).__name__}: {exc}")
 
     async def turn(self, step: int, attempt: Callable[[], Awaitable[R]]) -> R:
         """One model turn of `step`: `attempt()`, asked again (`settings.turn_retries` times)

@@ -1,5 +1,5 @@
-"""The `pipeline` planner: a small model gets a correct plan because deterministic checks, not
-the model, hold the line.
+"""Internal. The `pipeline` planner: a small model gets a correct plan because deterministic
+checks, not the model, hold the line.
 
     requirements.py   what the question asks of the data, in a closed vocabulary
     adaptation.py     the template bound to the requirements, and the model's changes to it

@@ -1,6 +1,5 @@
-"""The plan of a `pipeline` run: a template bound to the question's requirements, then the
-model's changes applied to it.
-"""
+"""Internal. The plan of a `pipeline` run: a template bound to the question's requirements, then
+the model's changes applied to it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The coverage gate of a `pipeline` run: every requirement has a step whose tool can serve it,
-every step serves a requirement (see `registry/capabilities.yaml`)."""
+"""Internal. The coverage gate of a `pipeline` run: every requirement has a step whose tool can
+serve it, every step serves a requirement (see `registry/capabilities.yaml`)."""
 
 from __future__ import annotations
 

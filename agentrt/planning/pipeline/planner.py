@@ -1,5 +1,5 @@
-"""The `pipeline` planner: a small model gets a correct plan because deterministic checks, not
-the model, hold the line.
+"""Internal. The `pipeline` planner: a small model gets a correct plan because deterministic
+checks, not the model, hold the line.
 
     load the dataset ─► intent (JSON) ─► template ─► requirements (JSON, closed labels)
         ─► narrow tools (template ∪ retrieved per requirement ∪ safety)

@@ -1,5 +1,6 @@
-"""Safe repairs of a `pipeline` step's parameters as the plan runs, each logged with its before
-and after; a repair that would change the analysis is refused, and the plan is made again.
+"""Internal. Safe repairs of a `pipeline` step's parameters as the plan runs, each logged with its
+before and after; a repair that would change the analysis is refused, and the plan is made
+again.
 
     a missing data handle      the frame the steps before it made
     a column's casing          as the frame spells it

@@ -1,4 +1,4 @@
-"""What a question asks of the data, in the `pipeline` planner's closed vocabulary.
+"""Internal. What a question asks of the data, in the `pipeline` planner's closed vocabulary.
 
 The labels here are the schema the model answers under: its answer is checked against them,
 then held to the dataset (column names as the data spells them, a trend's date column).
