@@ -10,13 +10,13 @@ run: .venv/.installed-run
 	.venv/bin/agentrt run "$(QUESTION)"
 
 # Every check: lint, format, types (strict on agentrt/), dependency layers (pyproject.toml's
-# [tool.importlinter]), tests (a real model among them).
+# [tool.importlinter]), tests (a real model among them) on two cores, as CI has.
 test: .venv/.installed-dev chromium
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 	.venv/bin/lint-imports
-	.venv/bin/pytest
+	.venv/bin/pytest -n 2
 
 bench: .venv/.installed-dev
 	.venv/bin/python benchmarks/overhead.py

@@ -14,6 +14,10 @@ from agentrt import Agent, Event, RunFinishedEvent, TrajectoryHeader
 TEST_WORKSPACE = Path(__file__).parent / "workspace"
 """The workspace the tests run in: small tools that record what happened to them."""
 
+REAL_MODEL_WORKSPACE = Path(__file__).parent / "models" / "workspace"
+"""Two strategies and one tool, for runs on a real model: its prompt, and so the CPU time of
+every turn, stays short."""
+
 MakeAgent = Callable[..., Agent]
 """The `make_agent` fixture: an agent over the test workspace playing scripted turns."""
 

@@ -33,7 +33,7 @@ from agentrt import (
 )
 from agentrt.parsing import NativeToolCallAssembler
 from agentrt.parsing.toolcalls import CallPiece
-from tests.helpers import TEST_WORKSPACE, check_stream
+from tests.helpers import REAL_MODEL_WORKSPACE, check_stream
 
 pytest.importorskip("llama_cpp", reason="needs the local extra")
 
@@ -178,8 +178,12 @@ async def test_a_run_with_native_calls(server: str, tmp_path: Path) -> None:
     the run ends on its step budget)."""
     forced = {"tool_choice": {"type": "function", "function": {"name": "add"}}}
     async with model(server, extra_body=forced, max_tokens=40) as m:
-        agent = Agent(TEST_WORKSPACE, model=m, settings=AgentSettings(trajectory_dir=tmp_path))
-        result = await agent.run_to_completion("What is 2 + 3?", strategy="exploratory")
+        agent = Agent(
+            REAL_MODEL_WORKSPACE,
+            model=m,
+            settings=AgentSettings(trajectory_dir=tmp_path, default_strategy="arithmetic"),
+        )
+        result = await agent.run_to_completion("What is 2 + 3?", strategy="arithmetic")
     events = result.trajectory.events
     check_stream(events)
     calls = [e for e in events if isinstance(e, ToolCallEvent)]

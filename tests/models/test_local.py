@@ -28,7 +28,7 @@ from agentrt import (
 )
 from agentrt.classify import Classification, classification_schema
 from agentrt.trajectory.replay import replay
-from tests.helpers import TEST_WORKSPACE, check_stream
+from tests.helpers import REAL_MODEL_WORKSPACE, check_stream
 
 pytest.importorskip("llama_cpp", reason="needs the local extra")
 
@@ -110,7 +110,11 @@ async def test_a_field_of_any_json_value_can_hold_a_string(local: LocalModel) ->
 async def test_a_short_real_run(local: LocalModel, tmp_path: Path) -> None:
     """A whole run on the real model: classified by the model (never a fallback: the answer is
     grammar-bound), streamed, recorded, and replayed from its trajectory to the same events."""
-    agent = Agent(TEST_WORKSPACE, model=local, settings=AgentSettings(trajectory_dir=tmp_path))
+    agent = Agent(
+        REAL_MODEL_WORKSPACE,
+        model=local,
+        settings=AgentSettings(trajectory_dir=tmp_path, default_strategy="arithmetic"),
+    )
     result = await agent.run_to_completion("What is 2 + 3? Use the add tool.")
     events = result.trajectory.events
     check_stream(events)
