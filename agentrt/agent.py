@@ -48,12 +48,8 @@ from agentrt.sessions.store import Scope, Session, SessionStore
 from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy
 from agentrt.tool import ToolRunner, ToolStorage, run_tool
-from agentrt.trajectory.format import (
-    Trajectory,
-    TrajectoryHeader,
-    TrajectoryWriter,
-    trajectory_path,
-)
+from agentrt.trajectory.format import Trajectory, TrajectoryHeader
+from agentrt.trajectory.writer import TrajectoryWriter, trajectory_path
 from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
 

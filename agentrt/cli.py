@@ -32,16 +32,10 @@ from rich.table import Table
 
 from agentrt.agent import Agent
 from agentrt.eval.folder import EvalFolder, EvalIdentity, EvalReport
+from agentrt.eval.metrics import EvalResult, EvalSummary, summarize
+from agentrt.eval.questions import EvalQuestion, load_questions
 from agentrt.eval.ray import ray_runner
-from agentrt.eval.runner import (
-    EvalQuestion,
-    EvalResult,
-    EvalSpec,
-    EvalSummary,
-    Evaluator,
-    load_questions,
-    summarize,
-)
+from agentrt.eval.runner import EvalSpec, Evaluator
 from agentrt.eval.runner import evaluate as run_questions
 from agentrt.events import (
     ClassifiedEvent,

@@ -12,7 +12,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 from agentrt.events import Event, EventBase, ModelResponseEvent, NativeToolCall, Usage
 from agentrt.logs import get_logger
 from agentrt.models.base import Model, ModelRequest, TextChunk, UsageChunk
-from agentrt.trajectory.format import TrajectoryHeader, TrajectoryWriter
+from agentrt.trajectory.format import TrajectoryHeader
+from agentrt.trajectory.writer import TrajectoryWriter
 
 __all__ = ["RunContext"]
 

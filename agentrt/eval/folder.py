@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agentrt.eval.runner import EvalResult, EvalSummary
+from agentrt.eval.metrics import EvalResult, EvalSummary
 from agentrt.exceptions import UserError
 
 __all__ = ["EvalFolder", "EvalIdentity", "EvalReport"]

@@ -17,7 +17,9 @@ from contextlib import contextmanager
 
 import anyio
 
-from agentrt.eval.runner import EvalQuestion, EvalResult, EvalSpec, Evaluator, RunQuestion
+from agentrt.eval.metrics import EvalResult
+from agentrt.eval.questions import EvalQuestion
+from agentrt.eval.runner import EvalSpec, Evaluator, RunQuestion
 from agentrt.exceptions import UserError
 from agentrt.logs import configure_logging
 

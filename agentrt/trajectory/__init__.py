@@ -14,12 +14,12 @@ from agentrt.trajectory.format import (
     TrajectoryHeader as TrajectoryHeader,
 )
 from agentrt.trajectory.format import (
-    TrajectoryWriter as TrajectoryWriter,
-)
-from agentrt.trajectory.format import (
     json_schema as json_schema,
 )
-from agentrt.trajectory.format import (
+from agentrt.trajectory.writer import (
+    TrajectoryWriter as TrajectoryWriter,
+)
+from agentrt.trajectory.writer import (
     trajectory_path as trajectory_path,
 )
 

@@ -14,11 +14,8 @@ The Markdown rendering is derived from the file, never written separately.
 from __future__ import annotations
 
 import json
-import os
-import time
-from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,28 +24,19 @@ from pydantic import BaseModel, Field, ValidationError
 from agentrt._validation import describe_errors
 from agentrt._version import __version__
 from agentrt.events import (
-    ClassifiedEvent,
     Event,
-    EventBase,
     RunFinishedEvent,
-    StrategySelectedEvent,
-    TextDeltaEvent,
-    ToolCallEvent,
-    ToolCallInvalidEvent,
-    ToolFinishedEvent,
-    TurnStartedEvent,
     event_adapter,
 )
 from agentrt.logs import get_logger
+from agentrt.trajectory.markdown import render_markdown
 
 __all__ = [
     "FORMAT_VERSION",
     "UPGRADES",
     "Trajectory",
     "TrajectoryHeader",
-    "TrajectoryWriter",
     "json_schema",
-    "trajectory_path",
 ]
 
 FORMAT_VERSION = 1
@@ -157,57 +145,7 @@ class Trajectory(BaseModel):
 
     def to_markdown(self) -> str:
         """A readable account of the run: steps, visible text, tool calls, answer."""
-        h = self.header
-        out = [f"# Run {h.run_id}", "", f"**Query:** {h.query}", ""]
-        end = self.finished
-        status = (
-            f"{end.status} | {end.steps} | {end.usage.total_tokens} | {end.timings.total:.2f}"
-            if end
-            else "unfinished | - | - | -"
-        )
-        out += [
-            "| model | strategy | status | steps | tokens | seconds |",
-            "|---|---|---|---|---|---|",
-            f"| {h.model} | {h.strategy or '-'} | {status} |",
-            "",
-        ]
-        text: list[str] = []
-
-        def flush_text() -> None:
-            if "".join(text).strip():
-                out.extend(["", "".join(text).strip(), ""])
-            text.clear()
-
-        for e in self.events:
-            if isinstance(e, TextDeltaEvent):
-                text.append(e.text)
-                continue
-            flush_text()
-            if isinstance(e, ClassifiedEvent):
-                note = f" ({e.method}: {e.reason})" if e.reason else f" ({e.method})"
-                out.append(f"Classified as **{e.query_type}**{note}.")
-            elif isinstance(e, StrategySelectedEvent):
-                out.append(
-                    f"Strategy **{e.strategy}**: planner `{e.planner}`, budget {e.step_budget}."
-                )
-            elif isinstance(e, TurnStartedEvent):
-                out += ["", f"## Step {e.step}", ""]
-            elif isinstance(e, ToolCallEvent):
-                out.append(f"- call `{e.call_id}` **{e.name}** `{_compact(e.arguments)}`")
-            elif isinstance(e, ToolCallInvalidEvent):
-                out.append(f"- invalid call `{e.call_id}`: {e.reason}")
-            elif isinstance(e, ToolFinishedEvent):
-                result = e.error if e.status != "ok" else _compact(e.output)
-                cached = ", from cache" if e.cached else ""
-                out.append(f"  - `{e.call_id}` {e.status} in {e.duration:.3f} s{cached}: {result}")
-        flush_text()
-        if end is not None:
-            heading = "## Question to the user" if end.status == "needs_input" else "## Answer"
-            out += ["", heading, "", end.answer or f"(none: {end.error or end.status})"]
-            calls = Counter(e.name for e in self.events if isinstance(e, ToolCallEvent))
-            if calls:
-                out += ["", "Tool calls: " + ", ".join(f"{n} × {c}" for n, c in calls.items())]
-        return "\n".join(out) + "\n"
+        return render_markdown(self)
 
 
 class _Stamp(BaseModel):
@@ -266,75 +204,3 @@ def json_schema() -> dict[str, Any]:
         "items": {"$ref": "#/$defs/Event"},
         "$defs": dict(sorted(defs.items())),
     }
-
-
-def _compact(value: object, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more chars)"
-
-
-class TrajectoryWriter:
-    """Buffers a run's events and appends them to its file between turns and at the end.
-
-    Between turns it writes once a second or every 32 events, whichever comes first: a slow
-    run (a real model) is on disk turn by turn, a fast one is not slowed by a write per turn.
-    The file is opened only to append, so a thousand concurrent runs hold no file handles.
-    A failure to write is logged once and recording stops; the run itself goes on.
-    """
-
-    EVERY_SECONDS = 1.0
-    EVERY_EVENTS = 32
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lines: list[bytes] = []
-        self._header_written = False
-        self._broken = False
-        self._last_write = time.monotonic()
-
-    def add(self, event: EventBase) -> None:
-        # The serializer itself, not `model_dump_json`: bytes, and a third less time per event.
-        self._lines.append(event.__pydantic_serializer__.to_json(event))
-
-    def flush_if_due(self, header: TrajectoryHeader) -> None:
-        if (
-            len(self._lines) >= self.EVERY_EVENTS
-            or time.monotonic() - self._last_write >= self.EVERY_SECONDS
-        ):
-            self.flush(header)
-
-    def flush(self, header: TrajectoryHeader) -> None:
-        """Append the buffered events, after `header` if the file is new."""
-        self._last_write = time.monotonic()
-        if self._broken or (self._header_written and not self._lines):
-            return
-        lines = self._lines
-        if not self._header_written:
-            lines = [header.__pydantic_serializer__.to_json(header), *lines]
-        data = b"\n".join(lines) + b"\n"
-        try:
-            try:
-                fd = os.open(self.path, _APPEND)
-            except FileNotFoundError:  # the first run of the day: make its folder
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, _APPEND)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            self._broken = True
-            log.warning("trajectory not written", path=str(self.path), error=str(exc))
-            return
-        self._header_written = True
-        self._lines = []
-
-
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-
-
-def trajectory_path(directory: Path, run_id: str) -> Path:
-    """`<directory>/<yyyy-mm-dd>/<run_id>.jsonl`, dated in UTC."""
-    return directory / datetime.now(UTC).strftime("%Y-%m-%d") / f"{run_id}.jsonl"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentrt.eval.folder import EvalFolder, EvalIdentity
-from agentrt.eval.runner import EvalResult
+from agentrt.eval.metrics import EvalResult
 from agentrt.exceptions import UserError
 
 IDENTITY = EvalIdentity(dataset="/sets/q.jsonl", model="demo", workspace=None)

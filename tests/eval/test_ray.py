@@ -16,8 +16,10 @@ from typer.testing import CliRunner
 
 from agentrt.cli import app
 from agentrt.eval.folder import EvalReport
+from agentrt.eval.metrics import EvalResult, summarize
+from agentrt.eval.questions import EvalQuestion
 from agentrt.eval.ray import ray_runner
-from agentrt.eval.runner import EvalQuestion, EvalResult, EvalSpec, Evaluator, evaluate, summarize
+from agentrt.eval.runner import EvalSpec, Evaluator, evaluate
 
 QUESTIONS = [
     EvalQuestion(

@@ -15,16 +15,9 @@ import anyio.lowlevel
 import pytest
 
 from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
-from agentrt.eval.runner import (
-    EvalQuestion,
-    EvalResult,
-    evaluate,
-    load_questions,
-    pipeline_metrics,
-    run_question,
-    score,
-    summarize,
-)
+from agentrt.eval.metrics import EvalResult, pipeline_metrics, score, summarize
+from agentrt.eval.questions import EvalQuestion, load_questions
+from agentrt.eval.runner import evaluate, run_question
 from agentrt.exceptions import UserError
 from agentrt.planning.pipeline import requirement_labels
 from agentrt.trajectory.format import Trajectory

@@ -35,7 +35,7 @@ from agentrt.planning.pipeline import (
     apply_changes,
     requirement_labels,
 )
-from agentrt.trajectory.format import trajectory_path
+from agentrt.trajectory.writer import trajectory_path
 from tests.analysis_answers import ASKED, INTENT, NO_CHANGE, QUESTION
 from tests.helpers import check_stream, last
 
