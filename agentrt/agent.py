@@ -46,7 +46,7 @@ from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
 from agentrt.sessions.store import Scope, Session, SessionStore
 from agentrt.settings import AgentSettings, cache_dir
-from agentrt.strategy import PipelineStrategy, Strategy
+from agentrt.strategy import PipelineStrategy, Strategy, VmStrategy
 from agentrt.tool import ToolRunner, ToolStorage, run_tool
 from agentrt.trajectory.format import Trajectory, TrajectoryHeader
 from agentrt.trajectory.writer import TrajectoryWriter, trajectory_path
@@ -396,9 +396,8 @@ class Agent:
         tools = self.workspace.tools
         ends_own_way = any(tools[n].ends_run for n in template if n not in BUILTINS)
         builtin = [n for n in BUILTINS if tools[n].ends_run and (n in template or not ends_own_way)]
-        if strategy.planner == "vm":
-            # A vm program's steps lean on llm_generate: its planner always has it.
-            builtin.append("llm_generate")
+        if isinstance(strategy, VmStrategy):
+            builtin += strategy.vm.builtins
         offered = [t for t in offered if t.name not in builtin]
         return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered]
 

@@ -80,6 +80,9 @@ class VmPolicy(BaseModel):
     repairs: int = Field(2, ge=0, le=5)
     """How often an invalid program is sent back to be fixed before the run falls back to
     `react`."""
+    builtins: list[str] = ["llm_generate"]
+    """Built-in tools every program may call, whatever the strategy's `tools`: a program's
+    steps lean on `llm_generate` to reason over what the other steps found."""
     general_tools: frozenset[str] = frozenset(
         {"llm_generate", "vector_search", "retrieve_knowledge_graph", "wiki_search"}
     )

@@ -31,6 +31,7 @@ from agentrt.strategy import (
     PipelineVocabulary,
     Strategy,
     Template,
+    VmStrategy,
     load_strategies,
     load_templates,
     load_vocabulary,
@@ -109,9 +110,11 @@ class Workspace:
         for s in self.strategies.values():
             path = self.root / "strategies" / f"{s.name}.yaml"
             safety = [] if isinstance(s, PipelineStrategy) else s.safety
+            builtins = s.vm.builtins if isinstance(s, VmStrategy) else []
             for field, names in (
                 ("tools", [] if s.tools == "all" else s.tools),
                 ("safety", safety),
+                ("vm.builtins", builtins),
             ):
                 missing = [t for t in names if t not in self.tools]
                 if missing:

@@ -75,6 +75,11 @@ def test_default_workspace_loads() -> None:
             "description: x\nstep_budget: 2\ninstructions: testing.j2\nvm: {repairs: 1}\n",
             "field 'vm' does not apply to the react planner (only to vm)",
         ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nplanner: vm\n"
+            "vm: {builtins: [oracle]}\n",
+            "field 'vm.builtins': no tool named 'oracle' in the workspace",
+        ),
         ("description: x\nstep_budget: [1\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping of fields, got list"),
     ],
@@ -89,6 +94,7 @@ def test_default_workspace_loads() -> None:
         "nudge-not-text",
         "other-planners-field",
         "policy-of-another-planner",
+        "vm-builtin",
         "yaml",
         "shape",
     ],
