@@ -20,6 +20,11 @@
 Inside a run nothing here escapes as an exception: a planner's failures (`ModelError`,
 `PlanFailed`) end it with status `error`, and the run ends with one `run_finished`. They
 escape only from set-up (loading a workspace, building a tool).
+
+Two exceptions live outside the tree and never leave agentrt: `agentrt.parsing`'s
+`JSONProblem` (a `ValueError`, as `json.JSONDecodeError` is: a text is not the JSON asked for;
+each caller catches it where it asks and turns it into a value the model reads), and
+`agentrt.models.openai`'s private `_Retryable` (what tenacity retries on).
 """
 
 from __future__ import annotations
