@@ -75,18 +75,8 @@ def plot_line(
         title: The chart's title; by default made from the columns.
         filename: The PNG's file name; by default made from the columns.
     """
-    frame = read_frame(ctx, data)
     color = color or None
-    require_columns(frame, [x, y, *([color] if color else [])])
-    require_numeric(frame, y, "a line chart")
-    wanted = [x, y, *([color] if color else []), *_categories(frame, exclude=(x, y))]
-    table = frame[list(dict.fromkeys(wanted))].copy()
-    if is_date_like(table[x]):
-        table[x] = as_dates(frame, x)
-    table = table.dropna(subset=[x, y])
-    if table.empty:
-        raise ToolError(f"nothing to draw: {data!r} has no rows with both {x!r} and {y!r}")
-
+    table = _line_table(read_frame(ctx, data), x, y, color, data)
     panel_by, line_by, summed = _layout(table, x, color)
     keys = [c for c in (panel_by, line_by) if c]
     if summed:
@@ -104,35 +94,9 @@ def plot_line(
         )
 
     figure, axes = _figure(len(panels))
-    palette = _palette(len(lines))
-    drawn = 0
-    columns = 1 if len(panels) == 1 else 2
-    for index, (ax, panel) in enumerate(zip(axes, panels, strict=True)):
-        part = table if panel is None else table[table[panel_by] == panel]
-        for i, line in enumerate(lines):
-            points = part if line is None else part[part[line_by] == line]
-            if points.empty:
-                continue
-            points = points.sort_values(x)
-            ax.plot(
-                points[x],
-                points[y],
-                label=y if line is None else str(line),
-                color=palette[i],
-                linewidth=1.0 if len(points) > 120 else 1.6,
-                marker="o" if len(points) <= 36 else None,
-                markersize=3,
-            )
-            drawn += 1
-        if panel is not None:
-            ax.set_title(f"{_label(panel_by or '')}: {panel}", fontsize=10)
-        # Axis labels on the outer panels only; dates under every panel with none below it.
-        bottom = index + columns >= len(panels)
-        _style_axes(
-            ax, table[x], x_label=x if bottom else "", y_label=y if index % columns == 0 else ""
-        )
-        if bottom:
-            ax.tick_params(axis="x", labelbottom=True)
+    drawn = _draw_lines(
+        axes, table, x, y, panel_by=panel_by, panels=panels, line_by=line_by, lines=lines
+    )
     if line_by:
         _legend(figure, axes, [str(v) for v in lines], _label(line_by))
     default = _by(y, [x, *keys])
@@ -170,7 +134,6 @@ def plot_bar(
         title: The chart's title; by default made from the columns.
         filename: The PNG's file name; by default made from the columns.
     """
-    pd = import_pandas()
     frame = read_frame(ctx, data)
     color = color if color and color != x else None
     require_columns(frame, [x, y, *([color] if color else [])])
@@ -184,13 +147,7 @@ def plot_bar(
     table = table.dropna(subset=keys).groupby(keys, observed=True)[y].sum().reset_index()
     if table.empty:
         raise ToolError(f"nothing to draw: {data!r} has no rows with {' and '.join(keys)}")
-    # Periods and numbers in their order; categories largest first.
-    if dated:
-        positions = list(pd.DatetimeIndex(table[x].unique()).sort_values())
-    elif is_number(table[x]):
-        positions = sorted(table[x].unique().tolist())
-    else:
-        positions = _ordered_values(table, x, y)
+    positions = _bar_positions(table, x, y, dated)
     groups = _ordered_values(table, color, y) if color else [None]
     if len(positions) > MAX_BARS:
         raise ToolError(
@@ -203,22 +160,8 @@ def plot_bar(
         )
 
     figure, (ax,) = _figure(1)
-    palette = _palette(len(groups))
-    width = 0.8 / len(groups)
     labels = _date_labels(positions) if dated else [str(p) for p in positions]
-    for i, group in enumerate(groups):
-        part = table if group is None else table[table[color] == group]
-        heights = part.set_index(x)[y].reindex(positions).fillna(0.0)
-        offsets = [p - 0.4 + width * (i + 0.5) for p in range(len(positions))]
-        bars = ax.bar(offsets, heights.to_numpy(), width=width, color=palette[i], label=str(group))
-        if len(positions) * len(groups) <= 12:
-            ax.bar_label(bars, labels=[_short_number(v) for v in heights], fontsize=8, padding=2)
-    ax.set_xticks(range(len(positions)), labels)
-    if len(positions) > 6 or max(len(s) for s in labels) > 10:
-        ax.tick_params(axis="x", labelrotation=35)
-        for label in ax.get_xticklabels():
-            label.set_horizontalalignment("right")
-    _style_axes(ax, None, x_label=x, y_label=y)
+    _draw_bars(ax, table, x, y, color=color, groups=groups, positions=positions, labels=labels)
     if color:
         _legend(figure, [ax], [str(g) for g in groups], _label(color))
     default = _by(y, keys)
@@ -265,6 +208,106 @@ def plot_histogram(
     default = f"distribution of {column}"
     path = _save_figure(ctx, figure, title or _sentence(default), filename, default)
     return {"file": str(path), "chart": "histogram", "series": 1, "bins": bins}
+
+
+def _line_table(frame: pd.DataFrame, x: str, y: str, color: str | None, data: str) -> pd.DataFrame:
+    """The rows a line chart draws: x (as dates when it holds them), y, and the category
+    columns a layout may split by."""
+    require_columns(frame, [x, y, *([color] if color else [])])
+    require_numeric(frame, y, "a line chart")
+    wanted = [x, y, *([color] if color else []), *_categories(frame, exclude=(x, y))]
+    table = frame[list(dict.fromkeys(wanted))].copy()
+    if is_date_like(table[x]):
+        table[x] = as_dates(frame, x)
+    table = table.dropna(subset=[x, y])
+    if table.empty:
+        raise ToolError(f"nothing to draw: {data!r} has no rows with both {x!r} and {y!r}")
+    return table
+
+
+def _draw_lines(
+    axes: list[Axes],
+    table: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    panel_by: str | None,
+    panels: list[Any],
+    line_by: str | None,
+    lines: list[Any],
+) -> int:
+    """Draw one panel per value of `panel_by` and in it one line per value of `line_by` (a
+    single `None` value: no such column); how many lines were drawn."""
+    palette = _palette(len(lines))
+    drawn = 0
+    columns = 1 if len(panels) == 1 else 2
+    for index, (ax, panel) in enumerate(zip(axes, panels, strict=True)):
+        part = table if panel is None else table[table[panel_by] == panel]
+        for i, line in enumerate(lines):
+            points = part if line is None else part[part[line_by] == line]
+            if points.empty:
+                continue
+            points = points.sort_values(x)
+            ax.plot(
+                points[x],
+                points[y],
+                label=y if line is None else str(line),
+                color=palette[i],
+                linewidth=1.0 if len(points) > 120 else 1.6,
+                marker="o" if len(points) <= 36 else None,
+                markersize=3,
+            )
+            drawn += 1
+        if panel is not None:
+            ax.set_title(f"{_label(panel_by or '')}: {panel}", fontsize=10)
+        # Axis labels on the outer panels only; dates under every panel with none below it.
+        bottom = index + columns >= len(panels)
+        _style_axes(
+            ax, table[x], x_label=x if bottom else "", y_label=y if index % columns == 0 else ""
+        )
+        if bottom:
+            ax.tick_params(axis="x", labelbottom=True)
+    return drawn
+
+
+def _bar_positions(table: pd.DataFrame, x: str, y: str, dated: bool) -> list[Any]:
+    """The bars' x values in order: periods and numbers in theirs, categories largest first."""
+    pd = import_pandas()
+    if dated:
+        return list(pd.DatetimeIndex(table[x].unique()).sort_values())
+    if is_number(table[x]):
+        return sorted(table[x].unique().tolist())
+    return _ordered_values(table, x, y)
+
+
+def _draw_bars(
+    ax: Axes,
+    table: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    color: str | None,
+    groups: list[Any],
+    positions: list[Any],
+    labels: list[str],
+) -> None:
+    """Draw one bar per value of `color` (a single `None` value: no such column) at each
+    position along x, under its label."""
+    palette = _palette(len(groups))
+    width = 0.8 / len(groups)
+    for i, group in enumerate(groups):
+        part = table if group is None else table[table[color] == group]
+        heights = part.set_index(x)[y].reindex(positions).fillna(0.0)
+        offsets = [p - 0.4 + width * (i + 0.5) for p in range(len(positions))]
+        bars = ax.bar(offsets, heights.to_numpy(), width=width, color=palette[i], label=str(group))
+        if len(positions) * len(groups) <= 12:
+            ax.bar_label(bars, labels=[_short_number(v) for v in heights], fontsize=8, padding=2)
+    ax.set_xticks(range(len(positions)), labels)
+    if len(positions) > 6 or max(len(s) for s in labels) > 10:
+        ax.tick_params(axis="x", labelrotation=35)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+    _style_axes(ax, None, x_label=x, y_label=y)
 
 
 def _categories(frame: pd.DataFrame, exclude: Iterable[str]) -> list[str]:
