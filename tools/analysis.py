@@ -14,7 +14,7 @@ install).
 
 The chart tools (`plot_line`, `plot_bar`, `plot_histogram`) and the frame helpers every tool
 here uses are in `agentrt.analysis`, which other workspaces' packs share; this pack offers
-the charts by importing them.
+the charts by binding them at its module level.
 
 None of these tools is cached by the executor's duplicate guard: each reads or replaces
 frames that other calls change, so an identical call can rightly give another result (parse
