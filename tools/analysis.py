@@ -10,8 +10,11 @@ its trajectory.
 
 pandas, matplotlib and pyarrow are the `analysis` extra; they are imported when a tool runs,
 so loading the workspace stays fast and works without them (a call then says what to
-install). Charts use matplotlib's Agg canvas on a bare `Figure`, without pyplot: no display is
-needed, and no global state is shared between calls running in parallel threads.
+install).
+
+The chart tools (`plot_line`, `plot_bar`, `plot_histogram`) and the frame helpers every tool
+here uses are in `agentrt.analysis`, which other workspaces' packs share; this pack offers
+the charts by binding them at its module level.
 
 None of these tools is cached by the executor's duplicate guard: each reads or replaces
 frames that other calls change, so an identical call can rightly give another result (parse
@@ -23,31 +26,39 @@ The time-grain policy (`aggregate` with `grain="unknown"`, issue 6 point 5) is i
 
 from __future__ import annotations
 
-import difflib
 import math
-import re
 import sqlite3
-import warnings
-from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from agentrt import ToolContext, ToolError, tool
+from agentrt.analysis import charts
+from agentrt.analysis.frames import (
+    INSTALL,
+    TABLE_SUFFIXES,
+    as_dates,
+    import_pandas,
+    is_date_like,
+    is_number,
+    iso,
+    numeric_columns,
+    output_path,
+    parse_dates,
+    read_frame,
+    require_columns,
+    require_numeric,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 WORKSPACE = Path(__file__).resolve().parent.parent
 DATA_DIR = WORKSPACE / "data"
 """Where dataset names resolve: `sales` is `data/sales.csv`."""
 
-INSTALL = "pip install 'agentrt[analysis]'"
 AggName = Literal["sum", "mean", "count", "min", "max", "median"]
 GrainName = Literal["day", "week", "month", "quarter", "year", "unknown"]
 GRAINS = ("day", "week", "month", "quarter", "year")
@@ -55,34 +66,11 @@ GRAINS = ("day", "week", "month", "quarter", "year")
 
 HEAD_ROWS = 5
 PREVIEW_ROWS = 20
-MAX_LINES = 20
-"""Lines in one chart panel; more are unreadable (and run out of distinct colours)."""
-MAX_PANELS = 12
-MAX_BARS = 40
-"""Bar positions along x; a longer series is a line chart."""
 
 _NATIVE_GAPS = (("day", 6.5), ("week", 27), ("month", 85), ("quarter", 360), ("year", math.inf))
 """A grain, and the median gap in days between distinct dates below which data is that fine."""
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _PARQUET_MAGIC = b"PAR1"
-_SUFFIXES = {
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".txt": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".sqlite": "sqlite",
-    ".sqlite3": "sqlite",
-    ".db": "sqlite",
-}
-_KNOWN_SUFFIXES = {*_SUFFIXES, ".md", ".png", ".jpg", ".jpeg", ".svg", ".pdf", ".json", ".xlsx"}
-"""Suffixes a file name may carry for another format: replaced by the right one."""
-# Text that reads as a date: 2023-01-31, 2023/1/31, 31.01.2023, 01/31/23, optionally with a
-# time; or a year and month, 2023-01.
-_DATE_TEXT = re.compile(
-    r"^\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{4}-(?:0[1-9]|1[0-2]))"
-    r"(?:[ T]\d{1,2}:\d{2}\S*)?\s*$"
-)
 
 
 # --- loading -----------------------------------------------------------------------------
@@ -103,7 +91,7 @@ def load_dataset(
         table: The table to read from a SQLite file (not needed when it has only one).
         name: The name to keep the loaded table under.
     """
-    pd = _pandas()
+    pd = import_pandas()
     table = table or None
     path = _resolve_source(source)
     kind = _file_kind(path)
@@ -149,11 +137,11 @@ def parse_datetime(
         format: A strftime format such as "%d/%m/%Y" when the dates are not ISO (2023-01-31);
             by default it is inferred.
     """
-    frame = _frame(ctx, data)
-    _require_columns(frame, [column])
+    frame = read_frame(ctx, data)
+    require_columns(frame, [column])
     format = format or None
     source = frame[column]
-    parsed = _parse_dates(source, column, format)
+    parsed = parse_dates(source, column, format)
     failed = parsed.isna() & source.notna()
     if source.notna().any() and parsed.notna().sum() == 0:
         examples = ", ".join(repr(str(v)) for v in source[failed].head(3))
@@ -206,20 +194,20 @@ def aggregate(
         data: The table to read.
         name: The name to keep the result under.
     """
-    pd = _pandas()
-    frame = _frame(ctx, data)
+    pd = import_pandas()
+    frame = read_frame(ctx, data)
     time_column = time_column or None
     if not metrics:
         raise ToolError("metrics is empty: name the columns to combine, e.g. ['revenue']")
     if grain is not None and time_column is None:
         raise ToolError(f"grain={grain!r} needs time_column: the date column, e.g. 'date'")
     groups = list(dict.fromkeys(c for c in group_by if c != time_column))
-    _require_columns(frame, [*metrics, *groups, *([time_column] if time_column else [])])
+    require_columns(frame, [*metrics, *groups, *([time_column] if time_column else [])])
     if clash := [m for m in metrics if m in groups or m == time_column]:
         raise ToolError(f"{clash[0]!r} is both a metric and a grouping column")
     if agg != "count":
         for metric in metrics:
-            _require_numeric(frame, metric, f"agg={agg!r}")
+            require_numeric(frame, metric, f"agg={agg!r}")
     if frame.empty:
         raise ToolError(f"the table {data!r} has no rows")
 
@@ -227,7 +215,7 @@ def aggregate(
     work = frame[[*groups, *metrics]].copy()
     keys = groups
     if time_column is not None:
-        times = _as_dates(frame, time_column)
+        times = as_dates(frame, time_column)
         used = grain
         if grain == "unknown":
             used, reason, span = resolve_grain(times)
@@ -270,12 +258,12 @@ def segment_metric(
         data: The table to read.
         name: The name to keep the result (columns: by, metric, share) under.
     """
-    frame = _frame(ctx, data)
-    _require_columns(frame, [metric, by])
+    frame = read_frame(ctx, data)
+    require_columns(frame, [metric, by])
     if metric == by:
         raise ToolError("metric and by are the same column: split a metric by another column")
     if agg != "count":
-        _require_numeric(frame, metric, f"agg={agg!r}")
+        require_numeric(frame, metric, f"agg={agg!r}")
     values = frame.groupby(by, observed=True)[metric].agg(agg).sort_values(ascending=False)
     if values.empty:
         raise ToolError(f"column {by!r} of {data!r} has no values to split by")
@@ -308,20 +296,20 @@ def compute_summary_stats(
         columns: The columns to describe; by default every numeric column.
         data: The table to read.
     """
-    pd = _pandas()
-    frame = _frame(ctx, data)
+    pd = import_pandas()
+    frame = read_frame(ctx, data)
     if columns:
-        _require_columns(frame, columns)
+        require_columns(frame, columns)
         chosen = list(dict.fromkeys(columns))
     else:
-        chosen = _numeric_columns(frame)
+        chosen = numeric_columns(frame)
         if not chosen:
             raise ToolError(f"{data!r} has no numeric columns: {_dtypes(frame)}")
     stats: dict[str, Any] = {}
     for column in chosen:
         series = frame[column]
         entry: dict[str, Any] = {"missing": int(series.isna().sum())}
-        if _is_number(series):
+        if is_number(series):
             described = series.describe()
             entry |= {str(k): _scalar(v) for k, v in described.items()}
             entry["count"] = int(series.count())
@@ -350,18 +338,18 @@ def compute_correlation(
         columns: Two or more numeric columns; by default every numeric column.
         data: The table to read.
     """
-    frame = _frame(ctx, data)
+    frame = read_frame(ctx, data)
     if columns:
-        _require_columns(frame, columns)
+        require_columns(frame, columns)
         chosen = list(dict.fromkeys(columns))
         for column in chosen:
-            _require_numeric(frame, column, "a correlation")
+            require_numeric(frame, column, "a correlation")
     else:
-        chosen = _numeric_columns(frame)
+        chosen = numeric_columns(frame)
     if len(chosen) < 2:
         raise ToolError(
             f"a correlation needs two numeric columns; {data!r} has "
-            f"{', '.join(_numeric_columns(frame)) or 'none'}"
+            f"{', '.join(numeric_columns(frame)) or 'none'}"
         )
     matrix = frame[chosen].astype(float).corr(method="pearson")
     pairs = [
@@ -400,9 +388,9 @@ def detect_anomalies(
         threshold: How far counts as unusual: 3 is strict, 2 (or 1.5 for iqr) looser.
         name: The name to keep the flagged rows under.
     """
-    frame = _frame(ctx, data)
-    _require_columns(frame, [metric])
-    _require_numeric(frame, metric, "anomaly detection")
+    frame = read_frame(ctx, data)
+    require_columns(frame, [metric])
+    require_numeric(frame, metric, "anomaly detection")
     values = frame[metric].astype(float)
     valid = values.dropna()
     if valid.empty:
@@ -437,222 +425,11 @@ def detect_anomalies(
 
 # --- charts --------------------------------------------------------------------------------
 
-
-@tool(cache=False)
-def plot_line(
-    ctx: ToolContext,
-    x: str,
-    y: str,
-    color: str | None = None,
-    data: str = "data",
-    title: str | None = None,
-    filename: str | None = None,
-) -> dict[str, Any]:
-    """Draw a line chart (PNG), usually a metric over time, with one line per category of
-    `color`.
-
-    When rows repeat for an x within a line (e.g. a table aggregated by region and
-    product_category drawn with color="region"), the chart gets one panel per color value and
-    one line per the other category; with no such category the repeated rows are summed.
-
-    Args:
-        x: The column along the horizontal axis, e.g. "date".
-        y: The numeric column to draw, e.g. "revenue".
-        color: A category column to draw one line per value of, e.g. "region".
-        data: The table to read.
-        title: The chart's title; by default made from the columns.
-        filename: The PNG's file name; by default made from the columns.
-    """
-    frame = _frame(ctx, data)
-    color = color or None
-    _require_columns(frame, [x, y, *([color] if color else [])])
-    _require_numeric(frame, y, "a line chart")
-    wanted = [x, y, *([color] if color else []), *_categories(frame, exclude=(x, y))]
-    table = frame[list(dict.fromkeys(wanted))].copy()
-    if _is_date_like(table[x]):
-        table[x] = _as_dates(frame, x)
-    table = table.dropna(subset=[x, y])
-    if table.empty:
-        raise ToolError(f"nothing to draw: {data!r} has no rows with both {x!r} and {y!r}")
-
-    panel_by, line_by, summed = _layout(table, x, color)
-    keys = [c for c in (panel_by, line_by) if c]
-    if summed:
-        table = table.groupby([x, *keys], observed=True, sort=False)[y].sum().reset_index()
-    lines = _ordered_values(table, line_by, y) if line_by else [None]
-    panels = _ordered_values(table, panel_by, y) if panel_by else [None]
-    if len(lines) > MAX_LINES:
-        raise ToolError(
-            f"{line_by!r} has {len(lines)} values; a chart holds at most {MAX_LINES} lines: "
-            f"aggregate by fewer categories, or draw another column"
-        )
-    if len(panels) > MAX_PANELS:
-        raise ToolError(
-            f"{panel_by!r} has {len(panels)} values; a chart holds at most {MAX_PANELS} panels"
-        )
-
-    figure, axes = _figure(len(panels))
-    palette = _palette(len(lines))
-    drawn = 0
-    columns = 1 if len(panels) == 1 else 2
-    for index, (ax, panel) in enumerate(zip(axes, panels, strict=True)):
-        part = table if panel is None else table[table[panel_by] == panel]
-        for i, line in enumerate(lines):
-            points = part if line is None else part[part[line_by] == line]
-            if points.empty:
-                continue
-            points = points.sort_values(x)
-            ax.plot(
-                points[x],
-                points[y],
-                label=y if line is None else str(line),
-                color=palette[i],
-                linewidth=1.0 if len(points) > 120 else 1.6,
-                marker="o" if len(points) <= 36 else None,
-                markersize=3,
-            )
-            drawn += 1
-        if panel is not None:
-            ax.set_title(f"{_label(panel_by or '')}: {panel}", fontsize=10)
-        # Axis labels on the outer panels only; dates under every panel with none below it.
-        bottom = index + columns >= len(panels)
-        _style_axes(
-            ax, table[x], x_label=x if bottom else "", y_label=y if index % columns == 0 else ""
-        )
-        if bottom:
-            ax.tick_params(axis="x", labelbottom=True)
-    if line_by:
-        _legend(figure, axes, [str(v) for v in lines], _label(line_by))
-    default = _by(y, [x, *keys])
-    path = _save_figure(ctx, figure, title or _sentence(default), filename, default)
-    result: dict[str, Any] = {"file": str(path), "chart": "line", "series": drawn}
-    if panel_by:
-        result["panels"] = len(panels)
-        result["panel_by"] = panel_by
-    if line_by:
-        result["color"] = line_by
-    if summed:
-        result["summed"] = f"rows sharing {', '.join([x, *keys])} were summed"
-    return result | {"points": len(table)}
-
-
-@tool(cache=False)
-def plot_bar(
-    ctx: ToolContext,
-    x: str,
-    y: str,
-    color: str | None = None,
-    data: str = "data",
-    title: str | None = None,
-    filename: str | None = None,
-) -> dict[str, Any]:
-    """Draw a bar chart (PNG) comparing a metric across categories or periods; with `color`,
-    one bar per category of it in each group. Rows sharing an x (and color) are summed.
-    Categories are ordered largest first, periods in time order.
-
-    Args:
-        x: The column of the bars' labels, e.g. "region" or a monthly "date".
-        y: The numeric column giving the bars' heights, e.g. "revenue".
-        color: A category column to split each bar by, e.g. "channel".
-        data: The table to read.
-        title: The chart's title; by default made from the columns.
-        filename: The PNG's file name; by default made from the columns.
-    """
-    pd = _pandas()
-    frame = _frame(ctx, data)
-    color = color if color and color != x else None
-    _require_columns(frame, [x, y, *([color] if color else [])])
-    _require_numeric(frame, y, "a bar chart")
-    table = frame[list(dict.fromkeys([x, y, *([color] if color else [])]))].copy()
-    dated = _is_date_like(table[x])
-    if dated:
-        table[x] = _as_dates(frame, x)
-    keys = [x, *([color] if color else [])]
-    summed = bool(table.duplicated(keys).any())
-    table = table.dropna(subset=keys).groupby(keys, observed=True)[y].sum().reset_index()
-    if table.empty:
-        raise ToolError(f"nothing to draw: {data!r} has no rows with {' and '.join(keys)}")
-    # Periods and numbers in their order; categories largest first.
-    if dated:
-        positions = list(pd.DatetimeIndex(table[x].unique()).sort_values())
-    elif _is_number(table[x]):
-        positions = sorted(table[x].unique().tolist())
-    else:
-        positions = _ordered_values(table, x, y)
-    groups = _ordered_values(table, color, y) if color else [None]
-    if len(positions) > MAX_BARS:
-        raise ToolError(
-            f"{x!r} has {len(positions)} values; a bar chart holds at most {MAX_BARS}: "
-            f"aggregate to a coarser grain, or use plot_line for a long time series"
-        )
-    if len(groups) > MAX_LINES:
-        raise ToolError(
-            f"{color!r} has {len(groups)} values; a bar chart splits into at most {MAX_LINES}"
-        )
-
-    figure, (ax,) = _figure(1)
-    palette = _palette(len(groups))
-    width = 0.8 / len(groups)
-    labels = _date_labels(positions) if dated else [str(p) for p in positions]
-    for i, group in enumerate(groups):
-        part = table if group is None else table[table[color] == group]
-        heights = part.set_index(x)[y].reindex(positions).fillna(0.0)
-        offsets = [p - 0.4 + width * (i + 0.5) for p in range(len(positions))]
-        bars = ax.bar(offsets, heights.to_numpy(), width=width, color=palette[i], label=str(group))
-        if len(positions) * len(groups) <= 12:
-            ax.bar_label(bars, labels=[_short_number(v) for v in heights], fontsize=8, padding=2)
-    ax.set_xticks(range(len(positions)), labels)
-    if len(positions) > 6 or max(len(s) for s in labels) > 10:
-        ax.tick_params(axis="x", labelrotation=35)
-        for label in ax.get_xticklabels():
-            label.set_horizontalalignment("right")
-    _style_axes(ax, None, x_label=x, y_label=y)
-    if color:
-        _legend(figure, [ax], [str(g) for g in groups], _label(color))
-    default = _by(y, keys)
-    path = _save_figure(ctx, figure, title or _sentence(default), filename, default)
-    result: dict[str, Any] = {"file": str(path), "chart": "bar", "series": len(groups)}
-    result["bars"] = len(positions) * len(groups)
-    if summed:
-        result["summed"] = f"rows sharing {', '.join(keys)} were summed"
-    return result
-
-
-@tool(cache=False)
-def plot_histogram(
-    ctx: ToolContext,
-    column: str,
-    bins: Annotated[int, Field(ge=2, le=200)] = 30,
-    data: str = "data",
-    title: str | None = None,
-    filename: str | None = None,
-) -> dict[str, Any]:
-    """Draw a histogram (PNG): how the values of a numeric column are spread, with its mean
-    and median marked.
-
-    Args:
-        column: The numeric column, e.g. "revenue".
-        bins: How many bars to split the range into.
-        data: The table to read.
-        title: The chart's title; by default made from the column.
-        filename: The PNG's file name; by default made from the column.
-    """
-    frame = _frame(ctx, data)
-    _require_columns(frame, [column])
-    _require_numeric(frame, column, "a histogram")
-    values = frame[column].dropna().astype(float)
-    if values.empty:
-        raise ToolError(f"column {column!r} of {data!r} has no values")
-    figure, (ax,) = _figure(1)
-    ax.hist(values.to_numpy(), bins=bins, color=_palette(1)[0], edgecolor="white")
-    mean, median = float(values.mean()), float(values.median())
-    ax.axvline(mean, color="#d62728", linestyle="--", label=f"mean {mean:,.2f}")
-    ax.axvline(median, color="#2ca02c", linestyle=":", label=f"median {median:,.2f}")
-    ax.legend(frameon=False)
-    _style_axes(ax, None, x_label=column, y_label="rows", x_numbers=True)
-    default = f"distribution of {column}"
-    path = _save_figure(ctx, figure, title or _sentence(default), filename, default)
-    return {"file": str(path), "chart": "histogram", "series": 1, "bins": bins}
+# Offered by this pack as every `Tool` at its module level is. Bound here, not imported at the
+# top, because a catalog lists a pack's tools in the order its module binds them.
+plot_line = charts.plot_line
+plot_bar = charts.plot_bar
+plot_histogram = charts.plot_histogram
 
 
 # --- saving --------------------------------------------------------------------------------
@@ -672,9 +449,9 @@ def save_dataframe(
         format: "csv" for spreadsheets, "markdown" for reading, "parquet" for other tools.
         filename: The file's name; by default the table's name.
     """
-    frame = _frame(ctx, data)
+    frame = read_frame(ctx, data)
     suffix = {"csv": ".csv", "markdown": ".md", "parquet": ".parquet"}[format]
-    path = _output_path(ctx, filename, data, suffix)
+    path = output_path(ctx, filename, data, suffix)
     try:
         if format == "csv":
             frame.to_csv(path, index=False)
@@ -716,7 +493,7 @@ def resolve_grain(times: pd.Series) -> tuple[str, str, int]:
     distinct timestamps), so weekly data over 60 days stays weekly and monthly data over 200
     days stays monthly, instead of being cut into periods that are mostly empty.
     """
-    pd = _pandas()
+    pd = import_pandas()
     distinct = pd.Series(times.dropna().unique()).sort_values()
     if distinct.empty:
         raise ToolError("the time column has no dates")
@@ -737,7 +514,7 @@ def resolve_grain(times: pd.Series) -> tuple[str, str, int]:
 
 def truncate(times: pd.Series, grain: str) -> pd.Series:
     """Each timestamp's period, as the period's first day (weeks start on Monday)."""
-    pd = _pandas()
+    pd = import_pandas()
     if getattr(times.dt, "tz", None) is not None:
         times = times.dt.tz_localize(None)  # periods are in the data's local time
     days = times.dt.normalize()
@@ -750,58 +527,6 @@ def truncate(times: pd.Series, grain: str) -> pd.Series:
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-def _pandas() -> ModuleType:
-    try:
-        import pandas
-    except ImportError:
-        raise ToolError(f"the analysis tools need pandas: {INSTALL}") from None
-    return pandas
-
-
-def _frame(ctx: ToolContext, data: str) -> pd.DataFrame:
-    pd = _pandas()
-    frame = ctx.artifacts.get(data)
-    if isinstance(frame, pd.DataFrame):
-        return frame
-    frames = [k for k, v in ctx.artifacts.items() if isinstance(v, pd.DataFrame)]
-    have = f"the tables are {', '.join(frames)}" if frames else "no table is loaded yet"
-    if data in ctx.artifacts:
-        raise ToolError(f"{data!r} is not a table ({have})")
-    raise ToolError(f"no table {data!r}: {have}; load one with load_dataset")
-
-
-def _require_columns(frame: pd.DataFrame, names: Iterable[str]) -> None:
-    columns = [str(c) for c in frame.columns]
-    for name in names:
-        if name in frame.columns:
-            continue
-        message = f"no column {name!r}: the columns are {', '.join(columns)}"
-        close = [c for c in columns if c.lower() == name.lower()] or difflib.get_close_matches(
-            name, columns, n=1
-        )
-        if close:
-            message += f" (did you mean {close[0]!r}?)"
-        raise ToolError(message)
-
-
-def _is_number(series: pd.Series) -> bool:
-    pd = _pandas()
-    return bool(pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series))
-
-
-def _numeric_columns(frame: pd.DataFrame) -> list[str]:
-    return [str(c) for c in frame.columns if _is_number(frame[c])]
-
-
-def _require_numeric(frame: pd.DataFrame, column: str, purpose: str) -> None:
-    if not _is_number(frame[column]):
-        numeric = ", ".join(_numeric_columns(frame)) or "none"
-        raise ToolError(
-            f"column {column!r} is {frame[column].dtype}, not numbers, so it cannot be used for "
-            f"{purpose}; the numeric columns are {numeric}"
-        )
 
 
 def _dtypes(frame: pd.DataFrame) -> str:
@@ -828,13 +553,13 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _scalar(value: Any) -> Any:
     """A cell as plain JSON: numbers rounded for reading, dates as ISO text, gaps as null."""
-    pd = _pandas()
+    pd = import_pandas()
     if value is None or (not isinstance(value, str | bytes) and bool(pd.isna(value))):
         return None
     if type(value).__name__ == "datetime64":  # numpy's, as .unique() gives them
         value = pd.Timestamp(value)
     if isinstance(value, datetime):  # pandas' Timestamp too
-        return _iso(value)
+        return iso(value)
     if isinstance(value, timedelta):
         return str(value)
     if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
@@ -846,11 +571,6 @@ def _scalar(value: Any) -> Any:
             return None
         return round(value, 4) if abs(value) >= 1 else float(f"{value:.4g}")
     return str(value)
-
-
-def _iso(moment: datetime) -> str:
-    midnight = (moment.hour, moment.minute, moment.second, moment.microsecond) == (0, 0, 0, 0)
-    return moment.date().isoformat() if midnight else moment.isoformat()
 
 
 def _shape(skew: float | None) -> str | None:
@@ -869,12 +589,12 @@ def _resolve_source(source: str) -> Path:
     given = Path(text).expanduser()
     candidates = [given] if given.is_absolute() else [DATA_DIR / text, WORKSPACE / text, given]
     if not given.suffix:
-        candidates += [DATA_DIR / f"{text}{suffix}" for suffix in _SUFFIXES]
+        candidates += [DATA_DIR / f"{text}{suffix}" for suffix in TABLE_SUFFIXES]
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()
     names = sorted(
-        {p.stem for p in DATA_DIR.glob("*") if p.suffix.lower() in _SUFFIXES}
+        {p.stem for p in DATA_DIR.glob("*") if p.suffix.lower() in TABLE_SUFFIXES}
         if DATA_DIR.is_dir()
         else set()
     )
@@ -892,14 +612,14 @@ def _file_kind(path: Path) -> str:
         return "sqlite"
     if head.startswith(_PARQUET_MAGIC):
         return "parquet"
-    kind = _SUFFIXES.get(path.suffix.lower(), "csv")
+    kind = TABLE_SUFFIXES.get(path.suffix.lower(), "csv")
     if kind != "csv":
         raise ToolError(f"{path} is named like a {kind} file but is not one")
     return kind
 
 
 def _read_sqlite(path: Path, table: str | None) -> tuple[str, pd.DataFrame]:
-    pd = _pandas()
+    pd = import_pandas()
     # Read-only: loading a dataset must never change it.
     with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) as connection:
         tables = [
@@ -921,28 +641,16 @@ def _read_sqlite(path: Path, table: str | None) -> tuple[str, pd.DataFrame]:
     return table, frame
 
 
-def _is_date_like(series: pd.Series) -> bool:
-    pd = _pandas()
-    if pd.api.types.is_datetime64_any_dtype(series):
-        return True
-    if _is_number(series) or pd.api.types.is_bool_dtype(series):
-        return False
-    sample = series.dropna().head(50)
-    return bool(len(sample)) and all(
-        isinstance(v, str) and _DATE_TEXT.match(v) is not None for v in sample
-    )
-
-
 def _date_columns(frame: pd.DataFrame) -> dict[str, Any]:
-    pd = _pandas()
+    pd = import_pandas()
     found: dict[str, Any] = {}
     for column in frame.columns:
         series = frame[column]
-        if not _is_date_like(series):
+        if not is_date_like(series):
             continue
         is_dates = pd.api.types.is_datetime64_any_dtype(series)
         try:
-            parsed = _parse_dates(series, str(column), None)
+            parsed = parse_dates(series, str(column), None)
         except ToolError:
             continue
         found[str(column)] = _time_range(parsed) | {"type": "dates" if is_dates else "text"}
@@ -956,214 +664,10 @@ def _time_range(times: pd.Series) -> dict[str, Any]:
     return {"min": _scalar(valid.min()), "max": _scalar(valid.max())}
 
 
-def _parse_dates(series: pd.Series, column: str, fmt: str | None) -> pd.Series:
-    pd = _pandas()
-    if pd.api.types.is_datetime64_any_dtype(series):
-        return series
-    if pd.api.types.is_bool_dtype(series):
-        raise ToolError(f"column {column!r} holds true/false values, not dates")
-    text = series
-    if _is_number(series):
-        if fmt is None:
-            raise ToolError(
-                f"column {column!r} holds numbers ({series.dtype}), not dates: pass a format "
-                f"such as '%Y%m%d' if they are dates written as numbers"
-            )
-        text = series.map(
-            lambda v: None if pd.isna(v) else str(int(v)) if float(v).is_integer() else str(v)
-        )
-    try:
-        # Inference warnings ("could not infer format…") are noise: failures are counted.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if fmt is not None:
-                return pd.to_datetime(text, format=fmt, errors="coerce")
-            parsed = pd.to_datetime(text, format="ISO8601", errors="coerce")
-            if parsed.isna().sum() > text.isna().sum():
-                inferred = pd.to_datetime(text, errors="coerce")
-                if inferred.isna().sum() < parsed.isna().sum():
-                    parsed = inferred
-            return parsed
-    except (ValueError, TypeError, OverflowError) as exc:
-        raise ToolError(f"cannot read column {column!r} as dates: {exc}") from None
-
-
-def _as_dates(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A column as dates, for a step that needs them: text is read if every value is a date."""
-    series = frame[column]
-    parsed = _parse_dates(series, column, None)
-    failed = parsed.isna() & series.notna()
-    if failed.any():
-        examples = ", ".join(repr(str(v)) for v in series[failed].head(3))
-        raise ToolError(
-            f"column {column!r} is not all dates (e.g. {examples}): use parse_datetime on it "
-            f"first, with a format if needed"
-        )
-    return parsed
-
-
-def _categories(frame: pd.DataFrame, exclude: Iterable[str]) -> list[str]:
-    """Columns of labels (text, categories, flags) that are not dates, in the frame's order."""
-    skip = set(exclude)
-    return [
-        str(c)
-        for c in frame.columns
-        if c not in skip and not _is_number(frame[c]) and not _is_date_like(frame[c])
-    ]
-
-
-def _layout(table: pd.DataFrame, x: str, color: str | None) -> tuple[str | None, str | None, bool]:
-    """How a line chart splits: (panel column, line column, whether repeats are summed)."""
-    lines = [color] if color else []
-    if not table.duplicated([x, *lines]).any():
-        return None, color, False
-    others = [c for c in _categories(table, exclude=(x, color or x)) if c != color]
-    split = [*lines, *others]
-    if len(split) <= 2 and others and not table.duplicated([x, *split]).any():
-        return (split[0], split[1], False) if len(split) == 2 else (None, split[0], False)
-    return None, color, True
-
-
-def _ordered_values(table: pd.DataFrame, column: str, y: str) -> list[Any]:
-    """A column's distinct values, largest total of y first (the legend's order)."""
-    totals = table.groupby(column, observed=True, sort=False)[y].sum()
-    return list(totals.sort_values(ascending=False, kind="stable").index)
-
-
-def _palette(n: int) -> list[Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if n <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(max(n, 1))]
-
-
-def _figure(panels: int) -> tuple[Figure, list[Axes]]:
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ToolError(f"the charts need matplotlib: {INSTALL}") from None
-    columns = 1 if panels == 1 else 2
-    rows = math.ceil(panels / columns)
-    size = (10.0, 5.5) if panels == 1 else (12.0, 0.8 + 3.0 * rows)
-    figure = Figure(figsize=size, dpi=100, layout="constrained")
-    FigureCanvasAgg(figure)  # the headless raster canvas, attached to this figure alone
-    grid = figure.subplots(rows, columns, squeeze=False, sharex=True, sharey=True)
-    axes = list(grid.ravel())
-    for spare in axes[panels:]:
-        spare.set_visible(False)
-    return figure, axes[:panels]
-
-
-def _style_axes(
-    ax: Axes, x_values: pd.Series | None, *, x_label: str, y_label: str, x_numbers: bool = False
-) -> None:
-    from matplotlib import dates as mdates
-    from matplotlib.ticker import FuncFormatter
-
-    pd = _pandas()
-    ax.set_xlabel(_label(x_label))
-    ax.set_ylabel(_label(y_label))
-    ax.grid(axis="y", alpha=0.3)
-    ax.spines[["top", "right"]].set_visible(False)
-    numbers = FuncFormatter(lambda v, _: _short_number(v))
-    ax.yaxis.set_major_formatter(numbers)
-    if x_numbers:
-        ax.xaxis.set_major_formatter(numbers)
-    if x_values is not None and pd.api.types.is_datetime64_any_dtype(x_values):
-        locator = mdates.AutoDateLocator(minticks=4, maxticks=10)
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-
-
-def _legend(figure: Figure, axes: list[Axes], order: list[str], title: str) -> None:
-    # One legend for all panels (a panel may lack a line), outside them so it hides none.
-    handles: dict[str, Any] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-    labels = [label for label in order if label in handles]
-    figure.legend(
-        [handles[label] for label in labels],
-        labels,
-        title=title,
-        loc="outside right upper",
-        frameon=False,
-    )
-
-
-def _save_figure(
-    ctx: ToolContext, figure: Figure, title: str, filename: str | None, default: str
-) -> Path:
-    figure.suptitle(title, fontsize=13)
-    path = _output_path(ctx, filename, default, ".png")
-    figure.savefig(path, format="png")
-    return path
-
-
-def _output_path(ctx: ToolContext, filename: str | None, default: str, suffix: str) -> Path:
-    if filename:
-        name = filename.strip()
-        if not name or name != Path(name).name or name.startswith("."):
-            raise ToolError(
-                f"filename {filename!r} must be a plain file name like 'report{suffix}'"
-            )
-    else:
-        name = re.sub(r"[^A-Za-z0-9._-]+", "_", default).strip("_.") or "output"
-    current = Path(name).suffix.lower()
-    if current in _KNOWN_SUFFIXES and current != suffix:
-        name = name[: -len(current)]
-    if not name.lower().endswith(suffix):
-        name += suffix
-    ctx.output_dir.mkdir(parents=True, exist_ok=True)
-    return (ctx.output_dir / name).resolve()
-
-
-def _label(column: str) -> str:
-    return column.replace("_", " ")
-
-
-def _by(y: str, columns: list[str]) -> str:
-    """A chart's default title: "revenue by date, region and product_category"."""
-    listed = columns[0] if len(columns) == 1 else f"{', '.join(columns[:-1])} and {columns[-1]}"
-    return f"{y} by {listed}"
-
-
-def _sentence(text: str) -> str:
-    text = _label(text)
-    return text[:1].upper() + text[1:]
-
-
-def _short_number(value: float) -> str:
-    """A number for an axis or a bar: 950 · 12.5k · 3.4M."""
-    size = abs(value)
-    if size >= 1e9:
-        return f"{value / 1e9:.3g}B"
-    if size >= 1e6:
-        return f"{value / 1e6:.3g}M"
-    if size >= 1e3:
-        return f"{value / 1e3:.3g}k"
-    if size >= 100 or value == int(value):
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
-def _date_labels(moments: list[Any]) -> list[str]:
-    """Dates as labels as short as their grain allows: 2024, 2024-03, 2024-03-18."""
-    times = [m.to_pydatetime() if hasattr(m, "to_pydatetime") else m for m in moments]
-    if all(_iso(t) == t.date().isoformat() for t in times):
-        if all((t.month, t.day) == (1, 1) for t in times):
-            return [f"{t.year}" for t in times]
-        if all(t.day == 1 for t in times):
-            return [t.strftime("%Y-%m") for t in times]
-        return [t.date().isoformat() for t in times]
-    return [_iso(t) for t in times]
-
-
 def markdown_table(frame: pd.DataFrame) -> str:
     """A frame as a Markdown table; numbers right-aligned, money-like floats to 2 places."""
     columns = [str(c) for c in frame.columns]
-    numeric = [_is_number(frame[c]) for c in frame.columns]
+    numeric = [is_number(frame[c]) for c in frame.columns]
     lines = [
         "| " + " | ".join(_cell_text(c) for c in columns) + " |",
         "| " + " | ".join("---:" if n else "---" for n in numeric) + " |",
