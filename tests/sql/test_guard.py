@@ -378,3 +378,233 @@ def shop_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from .shop import make_shop
 
     return make_shop(tmp_path_factory.mktemp("fuzz") / "shop.sqlite")
+
+
+# --- issue 21: implicit columns, time, memory, bytes, size, depth, functions ------------------
+
+RESTRICTED = GuardPolicy(columns={"employees": ["id", "name", "store_id"]})
+
+
+class TestImplicitColumns:
+    @pytest.mark.parametrize(
+        ("sql", "reason"),
+        [
+            (
+                "SELECT name FROM employees NATURAL JOIN (SELECT 2100.0 AS salary)",
+                r"NATURAL JOIN compares every column its two sides share, and this statement "
+                r"reads employees",
+            ),
+            (
+                "SELECT name FROM employees NATURAL LEFT JOIN (SELECT 2100.0 AS salary)",
+                r"NATURAL JOIN compares",
+            ),
+            (
+                "SELECT c.salary FROM employees JOIN (SELECT 2100.0 AS salary UNION "
+                "SELECT 4200.0) AS c USING (salary)",
+                r"JOIN … USING \(salary\) compares column employees.salary, which may not be "
+                r"read",
+            ),
+            (
+                "SELECT name FROM (SELECT * FROM employees)",
+                r"SELECT \* would read every column of employees",
+            ),
+        ],
+    )
+    def test_a_join_that_compares_a_forbidden_column_is_refused(
+        self, shared_shop: Path, sql: str, reason: str
+    ) -> None:
+        """NATURAL, USING and * compare or read columns no expression names: refused."""
+        with pytest.raises(QueryRefused, match=reason):
+            SqlGuard(shared_shop, RESTRICTED).execute(sql)
+
+    def test_using_an_allowed_column_runs(self, shared_shop: Path) -> None:
+        result = SqlGuard(shared_shop, RESTRICTED).execute(
+            "SELECT name, s.city FROM employees JOIN (SELECT id AS store_id, city FROM stores) "
+            "AS s USING (store_id) ORDER BY employees.id"
+        )
+        assert result.rows[0] == ("Alice Martin", "Lyon")
+
+    def test_a_write_cannot_copy_a_forbidden_column(self, shop: Path) -> None:
+        """With writes allowed, neither a join nor RETURNING * carries a forbidden value into
+        an allowed column or back to the model; the file is untouched."""
+        policy = GuardPolicy(allow_writes=True, columns={"employees": ["id", "name", "title"]})
+        guard, before = SqlGuard(shop, policy), digest(shop)
+        for sql, reason in (
+            (
+                "UPDATE employees SET title = (SELECT 'hit' FROM employees AS e NATURAL JOIN "
+                "(SELECT 2100.0 AS salary) WHERE e.id = employees.id)",
+                r"NATURAL JOIN compares",
+            ),
+            ("UPDATE employees SET title = 'x' RETURNING *", r"SELECT \* would read every"),
+        ):
+            with pytest.raises(QueryRefused, match=reason):
+                guard.execute(sql)
+        assert digest(shop) == before
+
+
+SLOW_STEPS = (
+    # Few SQLite steps (the progress handler, every 1,000, never runs), each a long one.
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40) "
+    "SELECT count(length(hex(randomblob(8000000)))) FROM n"
+)
+
+
+class TestResourceBounds:
+    def test_the_timeout_binds_within_long_steps(self, shared_shop: Path) -> None:
+        """A watchdog interrupts from outside: a statement of few, long steps is stopped."""
+        guard = SqlGuard(shared_shop, GuardPolicy(timeout=0.1))
+        with pytest.raises(QueryTimeout, match=r"ran longer than 0.1 s and was stopped"):
+            guard.execute(SLOW_STEPS)
+
+    def test_the_watchdog_leaves_no_thread(self, shared_shop: Path) -> None:
+        import threading
+
+        before = threading.active_count()
+        guard = SqlGuard(shared_shop)
+        for _ in range(20):
+            guard.execute("SELECT 1")
+        assert threading.active_count() <= before + 1
+
+    def test_a_value_sqlite_builds_is_bounded(self, shared_shop: Path) -> None:
+        """SQLITE_LIMIT_LENGTH stops a value past max_built_bytes, whichever function builds it."""
+        guard = SqlGuard(shared_shop, GuardPolicy(max_built_bytes=1_000_000))
+        for sql in (
+            "SELECT length(zeroblob(2000000))",
+            "SELECT length(group_concat(hex(randomblob(1000)))) FROM sales, products",
+        ):
+            with pytest.raises(ToolError, match=r"longer than 1,000,000 bytes .*max_built_bytes"):
+                guard.execute(sql)
+        assert guard.execute("SELECT length(zeroblob(900000))").rows == [(900000,)]
+
+    @pytest.mark.parametrize(
+        ("sql", "reason"),
+        [
+            ("SELECT printf('%.*c', 1000000000, 'x')", r"printf\(\) with `\*` widths"),
+            ("SELECT length(printf('%.1000000000c', 'x'))", r"asks for 1,000,000,000 characters"),
+            ("SELECT format('%*d', 1000000000, 1)", r"format\(\) with `\*` widths"),
+            ("SELECT printf(name, 1) FROM stores", r"printf\(\) needs a literal format"),
+        ],
+    )
+    def test_a_format_that_loops_unbounded_is_refused(
+        self, shared_shop: Path, sql: str, reason: str
+    ) -> None:
+        """printf loops once per unit of precision in one step: its format must bound it."""
+        with pytest.raises(QueryRefused, match=reason):
+            SqlGuard(shared_shop).execute(sql)
+        assert SqlGuard(shared_shop).execute("SELECT printf('%.2f', 3.14159)").rows == [("3.14",)]
+
+    def test_instr_runs_in_linear_time(self, shared_shop: Path) -> None:
+        """SQLite's instr is quadratic in one step; the guard's is not, and answers alike."""
+        guard = SqlGuard(shared_shop, GuardPolicy(timeout=0.5))
+        text = "replace(hex(zeroblob({})), '0', 'a')"
+        worst = f"SELECT instr({text.format(300_000)}, {text.format(150_000)} || 'b')"
+        assert guard.execute(worst).rows == [(0,)]
+        assert guard.execute(
+            "SELECT instr('hello', 'll'), instr('héllo', 'l'), instr(x'0102', x'02'), "
+            "instr(NULL, 'a'), instr(12345, 34), instr('abc', 'z')"
+        ).rows == [(3, 3, 2, None, 3, 0)]
+
+
+class TestResultBytes:
+    @pytest.fixture
+    def blobs(self, tmp_path: Path) -> Path:
+        path = tmp_path / "blobs.sqlite"
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, body BLOB, title TEXT)")
+            db.executemany(
+                "INSERT INTO files (body, title) VALUES (?, ?)",
+                [(bytes(200_000), "é" * 50_000) for _ in range(30)],
+            )
+        db.close()
+        return path
+
+    def test_values_and_results_are_cut_in_bytes(self, blobs: Path) -> None:
+        """Each value is cut at max_value_bytes, rows stop at max_result_bytes, and the note
+        says both."""
+        policy = GuardPolicy(max_value_bytes=1_000, max_result_bytes=10_000)
+        result = SqlGuard(blobs, policy).execute("SELECT id, body, title FROM files")
+        assert len(result.rows) == 4
+        assert result.truncated
+        assert {len(r[1]) for r in result.rows} == {1_000}
+        assert {len(r[2].encode()) for r in result.rows} == {1_000}
+        assert result.note is not None
+        assert "value(s) longer than max_value_bytes=1,000 bytes were cut" in result.note
+        assert "rows stop at 4: the next would take the result past max_result_bytes" in (
+            result.note
+        )
+        assert result.summary()["note"] == result.note
+
+    def test_a_small_result_has_no_note(self, shared_shop: Path) -> None:
+        result = SqlGuard(shared_shop).execute("SELECT name FROM stores")
+        assert (result.note, result.truncated) == (None, False)
+
+
+class TestTextBounds:
+    @pytest.mark.parametrize(
+        ("sql", "reason"),
+        [
+            ("SELECT " + "(" * 60 + "1" + ")" * 60, r"nested 60 levels deep .*max_depth"),
+            ("SELECT " + "(SELECT " * 60 + "1" + ")" * 60, r"nested 60 levels deep"),
+            ("SELECT " + "NOT " * 200 + "1", r"nested 200 levels deep"),
+            ("SELECT " + "- " * 500 + "1", r"nested 500 levels deep"),
+            (
+                "SELECT 1 WHERE 1 IN (" + ", ".join(map(str, range(120_000))) + ")",
+                r"848,910 characters long, more than the 20,000 the guard reads",
+            ),
+        ],
+    )
+    def test_too_deep_or_too_long_is_refused_before_parsing(
+        self, shared_shop: Path, sql: str, reason: str
+    ) -> None:
+        """No RecursionError, no long parse: a refusal that says which limit."""
+        with pytest.raises(QueryRefused, match=reason):
+            SqlGuard(shared_shop).execute(sql)
+
+    def test_nesting_within_the_limit_runs(self, shared_shop: Path) -> None:
+        sql = "SELECT " + "(" * 20 + "1" + ")" * 20
+        assert SqlGuard(shared_shop).execute(sql).rows == [(1,)]
+
+
+class TestFunctions:
+    @pytest.mark.parametrize(
+        ("sql", "reason"),
+        [
+            ("SELECT fts3_tokenizer('simple')", r"function fts3_tokenizer reaches outside"),
+            ("SELECT rtreenode(2, x'00')", r"function rtreenode may not be called: it is not on"),
+            ("SELECT sqlite_compileoption_get(0)", r"sqlite_compileoption_get may not be called"),
+        ],
+    )
+    def test_a_function_off_the_allow_list_is_refused(
+        self, shared_shop: Path, sql: str, reason: str
+    ) -> None:
+        with pytest.raises(QueryRefused, match=reason):
+            SqlGuard(shared_shop).execute(sql)
+
+    def test_sqlite_enforces_the_function_list_too(self, shared_shop: Path) -> None:
+        """The authorizer sees every function SQLite resolves, by SQLite's own name."""
+        guard = SqlGuard(shared_shop)
+        for sql, refused in (
+            ("SELECT fts3_tokenizer('simple')", "function fts3_tokenizer is not allowed"),
+            ("SELECT rtreedepth(x'00')", "function rtreedepth is not on the allow-list"),
+        ):
+            with (
+                guard._fenced() as (connection, denied),
+                pytest.raises(sqlite3.DatabaseError, match=r"not authorized|prohibited"),
+            ):
+                connection.execute(sql)
+            assert any(d.startswith(refused) for d in denied)
+
+    def test_the_policy_adds_functions_but_never_dangerous_ones(self, shared_shop: Path) -> None:
+        policy = GuardPolicy(functions=["sqlite_compileoption_used"])
+        assert (
+            SqlGuard(shared_shop, policy)
+            .execute("SELECT sqlite_compileoption_used('THREADSAFE')")
+            .rows
+        )
+        ok = SqlGuard(shared_shop).execute(
+            "SELECT upper(name), round(avg(price), 1), json_object('n', count(*)), "
+            "'{\"a\": 1}' ->> '$.a', strftime('%Y', '2024-05-01') FROM products"
+        )
+        assert ok.rows
+        with pytest.raises(UserError, match=r"functions name fts3_tokenizer, which no policy"):
+            SqlGuard(shared_shop, GuardPolicy(functions=["FTS3_tokenizer"]))
