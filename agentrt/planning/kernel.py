@@ -142,6 +142,8 @@ class Kernel:
                 )
                 if not retrying:
                     raise
+                # Calls the broken turn ran are not run again when the retry repeats them.
+                self.task.executor.keep_for_retry(step)
                 retried += 1
 
     async def ask_json(
