@@ -318,6 +318,7 @@ class Executor:
                         value = await self.runner(tool, call.arguments, self._context(call))
                 except TimeoutError:
                     status, error = "timeout", f"{tool.name} did not finish within {limit:g} s"
+                    error += self._abandoned(tool)
                 except ToolError as exc:
                     status, error = "error", str(exc)
                 except Exception as exc:
@@ -350,6 +351,15 @@ class Executor:
             error=error,
             ends_run=tool.ends_run and status == "ok",
             asks_user=tool.asks_user and status == "ok",
+        )
+
+    def _abandoned(self, tool: Tool) -> str:
+        """What a timeout left behind: a sync call's thread, which cannot be stopped."""
+        if tool.is_async or self.runner is not run_tool:
+            return ""
+        return (
+            f"; its worker thread cannot be stopped and is abandoned ({tool.hung.count} of "
+            f"{tool.name}'s calls now hold threads; at {tool.max_hung_threads} it is refused)"
         )
 
     def _context(self, call: PreparedCall) -> ToolContext:
