@@ -161,8 +161,7 @@ class Tool:
             for tools whose result changes between calls
         :param args_model: the argument model, when it is not to be read from the signature
             (with `context_param`, the parameter that receives the `ToolContext`)
-        :param max_hung_threads: a sync tool's calls abandoned past their timeout whose threads
-            have not returned; at this many, further calls are refused (see `_HungThreads`)
+        :param max_hung_threads: hung sync calls (see `_HungThreads`) at which calls are refused
         """
         import docstring_parser
 
@@ -176,12 +175,7 @@ class Tool:
         self.asks_user = asks_user
         self.cache = cache
         self.is_async = inspect.iscoroutinefunction(fn)
-        if max_hung_threads < 1:
-            msg = f"tool {self.name!r}: max_hung_threads must be at least 1, not {max_hung_threads}"
-            raise ToolDefinitionError(msg)
-        self.max_hung_threads = max_hung_threads
-        self.hung = _HungThreads()
-        """The threads this tool's abandoned sync calls still hold, across runs."""
+        self.max_hung_threads, self.hung = max_hung_threads, _HungThreads()  # process-wide
         if args_model is None:
             docs = {p.arg_name: p.description for p in doc.params}
             args_model, context_param = _args_model(self.name, fn, docs)
@@ -196,9 +190,8 @@ class Tool:
             description=self.description,
             parameters=self.args_model.model_json_schema(),
         )
-        self.schema_hash = hashlib.sha256(self.definition.model_dump_json().encode()).hexdigest()[
-            :16
-        ]
+        digest = hashlib.sha256(self.definition.model_dump_json().encode())
+        self.schema_hash = digest.hexdigest()[:16]
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -212,6 +205,12 @@ class Tool:
             msg = (
                 f"tool {self.name!r} declares split={self.split!r}, which needs exactly one "
                 f"required str parameter to receive each part"
+            )
+            raise ToolDefinitionError(msg)
+        if self.max_hung_threads < 1:
+            msg = (
+                f"tool {self.name!r}: max_hung_threads must be at least 1, "
+                f"not {self.max_hung_threads}"
             )
             raise ToolDefinitionError(msg)
         if self.ends_run and "answer" not in self.args_model.model_fields:
