@@ -41,7 +41,7 @@ from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.planning import PlannerInput, PlannerResult, Progress, run_planner
-from agentrt.run import RunContext
+from agentrt.run import RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
 from agentrt.sessions.store import Scope, Session, SessionStore
@@ -194,7 +194,8 @@ class Agent:
         if self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
         header = self._header(run_id, request.query, request.session_id)
-        return RunContext(run_id, self.model, header, writer)
+        limits = TokenLimits(self.settings.token_budget, self.settings.max_turn_tokens)
+        return RunContext(run_id, self.model, header, writer, limits)
 
     def _executor(self, ctx: RunContext, toolbox: Toolbox, request: _Request) -> Executor:
         """The run's executor, its tools' storage built from the run's session: the session's

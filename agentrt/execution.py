@@ -61,9 +61,14 @@ class PreparedCall:
     """The arguments as the model wrote them, canonical JSON (sorted keys)."""
 
     @property
+    def identity(self) -> str:
+        """The tool and its arguments: equal for calls that do the same."""
+        return self.tool.name + self.arguments_json
+
+    @property
     def key(self) -> str:
         """Identity of the call for the duplicate guard; empty for tools never cached."""
-        return self.tool.name + self.arguments_json if self.tool.cache else ""
+        return self.identity if self.tool.cache else ""
 
 
 @dataclass(slots=True)
@@ -92,6 +97,12 @@ class _CacheEntry:
     """None while the call runs."""
     done: asyncio.Event | None = None
     """Made only when an identical call has to wait for this one: a run keeps every entry."""
+
+
+_RAN_BEFORE_RETRY = (
+    "(This exact call already ran as {call_id}, before your previous answer broke off; it "
+    "was not run again, so that its effects are not repeated. Its result:)\n"
+)
 
 
 class Executor:
@@ -128,6 +139,11 @@ class Executor:
         self.storage = storage
         self.runner = runner
         self._cache: dict[str, _CacheEntry] = {}
+        self._step_ran: tuple[int, dict[str, ToolOutcome]] = (0, {})
+        """Uncached calls that ran in the latest step, by identity: if that step's turn is
+        asked again, they must not run twice (see `keep_for_retry`)."""
+        self._kept: tuple[int, dict[str, ToolOutcome]] = (0, {})
+        """The calls of a broken turn that its retry answers from, by identity."""
 
     def admit(
         self,
@@ -183,7 +199,24 @@ class Executor:
 
         :param fresh: run it even if an identical call is in the cache (a deliberate retry)
         """
-        if fresh or not call.key:
+        if not call.key and not fresh:
+            kept = self._kept[1].pop(call.identity, None) if self._kept[0] == call.step else None
+            if kept is not None:
+                self.ctx.emit(
+                    GuardEvent,
+                    step=call.step,
+                    call_id=call.call_id,
+                    kind="duplicate",
+                    original_call_id=kept.call_id,
+                    detail=f"identical to call {kept.call_id}, which ran before the turn broke "
+                    "off; not run again, its result is reused",
+                )
+                self._ran(call, kept)  # should this turn break off too, its retry reuses it
+                return self._reuse(call, kept, _RAN_BEFORE_RETRY.format(call_id=kept.call_id))
+            outcome = await self._run(call)
+            self._ran(call, outcome)
+            return outcome
+        if fresh:
             return await self._run(call)
         entry = self._cache.get(call.key)
         if entry is not None:
@@ -198,6 +231,26 @@ class Executor:
                 entry.done.set()
                 entry.done = None
         return entry.outcome
+
+    def keep_for_retry(self, step: int) -> None:
+        """The turn of `step` broke off and is asked again: the uncached calls it ran keep
+        their outcomes, and the retried turn's identical calls are answered from them instead
+        of running twice (a call with side effects must not repeat them)."""
+        ran_step, ran = self._step_ran
+        kept_step, kept = self._kept
+        self._kept = (
+            step,
+            {**(kept if kept_step == step else {}), **(ran if ran_step == step else {})},
+        )
+        self._step_ran = (step, {})
+
+    def _ran(self, call: PreparedCall, outcome: ToolOutcome) -> None:
+        """Remember an uncached call that ran (it may have had effects) for its step's retry."""
+        if outcome.status in (None, "cancelled"):
+            return  # never started, or stopped: nothing to reuse
+        if self._step_ran[0] != call.step:
+            self._step_ran = (call.step, {})
+        self._step_ran[1][call.identity] = outcome
 
     async def _from_cache(self, call: PreparedCall, entry: _CacheEntry) -> ToolOutcome:
         self.ctx.emit(
@@ -215,6 +268,15 @@ class Executor:
         original = entry.outcome
         if original is None or original.status == "cancelled":
             return await self._run(call)
+        note = (
+            f"(You already made this exact call as {entry.call_id}; its result is repeated. "
+            f"Do not repeat identical calls.)\n"
+        )
+        return self._reuse(call, original, note)
+
+    def _reuse(self, call: PreparedCall, original: ToolOutcome, note: str) -> ToolOutcome:
+        """Answer `call` with the outcome of an identical one that ran, `note` telling the
+        model so; `tool_finished` says `cached`."""
         self.ctx.emit(
             ToolFinishedEvent,
             step=call.step,
@@ -225,10 +287,6 @@ class Executor:
             error=original.error,
             duration=0.0,
             cached=True,
-        )
-        note = (
-            f"(You already made this exact call as {entry.call_id}; its result is repeated. "
-            f"Do not repeat identical calls.)\n"
         )
         return ToolOutcome(
             call_id=call.call_id,
@@ -260,6 +318,7 @@ class Executor:
                         value = await self.runner(tool, call.arguments, self._context(call))
                 except TimeoutError:
                     status, error = "timeout", f"{tool.name} did not finish within {limit:g} s"
+                    error += self._abandoned(tool)
                 except ToolError as exc:
                     status, error = "error", str(exc)
                 except Exception as exc:
@@ -292,6 +351,15 @@ class Executor:
             error=error,
             ends_run=tool.ends_run and status == "ok",
             asks_user=tool.asks_user and status == "ok",
+        )
+
+    def _abandoned(self, tool: Tool) -> str:
+        """What a timeout left behind: a sync call's thread, which cannot be stopped."""
+        if tool.is_async or self.runner is not run_tool:
+            return ""
+        return (
+            f"; its worker thread cannot be stopped and is abandoned ({tool.hung.count} of "
+            f"{tool.name}'s calls now hold threads; at {tool.max_hung_threads} it is refused)"
         )
 
     def _context(self, call: PreparedCall) -> ToolContext:

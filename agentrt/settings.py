@@ -24,8 +24,13 @@ class AgentSettings(BaseModel):
     default_strategy: str = "exploratory"
     """The strategy used when classification fails."""
     token_budget: int | None = Field(None, gt=0)
-    """Most tokens (prompt and completion, all model calls) a run may use; a run past it ends
-    `budget_exhausted` after the turn that crossed it."""
+    """Most tokens (prompt and completion, all model calls) a run may use. It binds before each
+    step and while an answer streams: an answer that would pass it is cut there (its tokens
+    estimated as they arrive, see `agentrt.run`) and the run ends `budget_exhausted`."""
+    max_turn_tokens: int | None = Field(4096, gt=0)
+    """Most tokens one model answer may stream (estimated as they arrive); an answer that goes
+    on past it is cut there and the run ends `budget_exhausted`, so a model that never stops
+    writing cannot hold a run. None: no cap (the model's own `max_tokens` still applies)."""
     turn_retries: int = Field(1, ge=0)
     """How often a turn whose stream broke off mid-answer is asked again."""
     session_store: Path | None = None

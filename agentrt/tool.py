@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any, overload
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from agentrt.exceptions import ToolDefinitionError
+from agentrt.exceptions import ToolDefinitionError, ToolError
 from agentrt.models.base import ModelRequest, ToolDefinition
 from agentrt.sessions.store import Scope, SessionTool
 
@@ -72,16 +73,60 @@ answer calls without running the tools (`agentrt.trajectory.replay.RecordedTools
 
 async def run_tool(tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
     """The default `ToolRunner`: call the tool's function, giving it the context if it takes
-    one. Async functions are awaited, sync ones run in a worker thread."""
+    one. Async functions are awaited, sync ones run in a worker thread.
+
+    :raises ToolError: a sync tool whose calls that hung past their timeout still hold
+        `tool.max_hung_threads` threads: it is not called again until one of them returns
+    """
     if tool.context_param is not None:
         arguments = {**arguments, tool.context_param: context}
     if tool.is_async:
         return await tool.fn(**arguments)
-    # A thread cannot be interrupted: on timeout or cancellation the call is abandoned and its
-    # result, when it comes, dropped.
-    return await anyio.to_thread.run_sync(
-        functools.partial(tool.fn, **arguments), abandon_on_cancel=True
-    )
+    return await tool.hung.run(tool, functools.partial(tool.fn, **arguments))
+
+
+class _HungThreads:
+    """The worker threads a sync tool's abandoned calls still hold.
+
+    A thread cannot be interrupted: on timeout or cancellation a sync call is abandoned, its
+    result dropped when it comes, but its thread runs on. A tool that hangs would take a new
+    thread on every call (98 were seen); so each tool's abandoned calls are counted until
+    their threads return, and at `Tool.max_hung_threads` the tool is refused instead of run.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+        """Abandoned calls whose threads have not returned yet."""
+
+    async def run(self, tool: Tool, call: Callable[[], Any]) -> Any:
+        """`call()` in a worker thread, counted as hung if it is abandoned before it returns."""
+        if self.count >= tool.max_hung_threads:
+            msg = (
+                f"{tool.name} was not run: {self.count} earlier call(s) of it hung past their "
+                f"timeout and still hold worker threads (at most {tool.max_hung_threads}). "
+                "It cannot be called until they return; do without it or try again later."
+            )
+            raise ToolError(msg)
+        state = {"returned": False, "abandoned": False}
+
+        def work() -> Any:
+            try:
+                return call()
+            finally:
+                with self._lock:
+                    state["returned"] = True
+                    if state["abandoned"]:
+                        self.count -= 1
+
+        try:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except BaseException:
+            with self._lock:
+                if not state["returned"]:
+                    state["abandoned"] = True
+                    self.count += 1
+            raise
 
 
 class Tool:
@@ -100,6 +145,7 @@ class Tool:
         cache: bool = True,
         args_model: type[BaseModel] | None = None,
         context_param: str | None = None,
+        max_hung_threads: int = 4,
     ) -> None:
         """
         :param fn: the function; its parameters must be JSON-describable (pydantic types)
@@ -115,6 +161,7 @@ class Tool:
             for tools whose result changes between calls
         :param args_model: the argument model, when it is not to be read from the signature
             (with `context_param`, the parameter that receives the `ToolContext`)
+        :param max_hung_threads: hung sync calls (see `_HungThreads`) at which calls are refused
         """
         import docstring_parser
 
@@ -128,6 +175,7 @@ class Tool:
         self.asks_user = asks_user
         self.cache = cache
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.max_hung_threads, self.hung = max_hung_threads, _HungThreads()  # process-wide
         if args_model is None:
             docs = {p.arg_name: p.description for p in doc.params}
             args_model, context_param = _args_model(self.name, fn, docs)
@@ -142,9 +190,8 @@ class Tool:
             description=self.description,
             parameters=self.args_model.model_json_schema(),
         )
-        self.schema_hash = hashlib.sha256(self.definition.model_dump_json().encode()).hexdigest()[
-            :16
-        ]
+        digest = hashlib.sha256(self.definition.model_dump_json().encode())
+        self.schema_hash = digest.hexdigest()[:16]
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -158,6 +205,12 @@ class Tool:
             msg = (
                 f"tool {self.name!r} declares split={self.split!r}, which needs exactly one "
                 f"required str parameter to receive each part"
+            )
+            raise ToolDefinitionError(msg)
+        if self.max_hung_threads < 1:
+            msg = (
+                f"tool {self.name!r}: max_hung_threads must be at least 1, "
+                f"not {self.max_hung_threads}"
             )
             raise ToolDefinitionError(msg)
         if self.ends_run and "answer" not in self.args_model.model_fields:

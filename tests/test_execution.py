@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +108,39 @@ class TestFailures:
         """A sync tool stuck in its thread is abandoned at its timeout; the run goes on."""
         events = await run(make_agent([call("stuck", seconds=30), "gave up"]))
         (done,) = of(events, ToolFinishedEvent)
-        assert (done.status, done.error) == ("timeout", "stuck did not finish within 0.1 s")
+        assert done.status == "timeout"
+        assert str(done.error).startswith("stuck did not finish within 0.1 s; its worker thread")
         assert last(events).answer == "gave up"
         seen.unstuck.set()  # the abandoned thread ends now, not 30 s later
+
+    async def test_hung_sync_calls_are_capped(
+        self, make_agent: MakeAgent, seen: Any, workspace: Workspace
+    ) -> None:
+        """Sync calls abandoned past their timeout are counted per tool; at the cap the tool is
+        refused, with an observation saying why, and takes no new thread; once their threads
+        return, it runs again."""
+        stuck = workspace.tools["stuck"]
+        hung = [call("stuck", seconds=30 + i) for i in range(4)]  # its cap: max_hung_threads
+        threads = threading.active_count()
+        try:
+            events = await run(make_agent(["".join(hung), call("stuck", seconds=60), "gave up"]))
+            done = of(events, ToolFinishedEvent)
+            assert [d.status for d in done] == ["timeout"] * len(hung) + ["error"]
+            assert "its worker thread cannot be stopped and is abandoned" in str(done[0].error)
+            assert str(done[-1].error).startswith(
+                "stuck was not run: 4 earlier call(s) of it hung past their timeout and still "
+                "hold worker threads (at most 4)"
+            )
+            assert threading.active_count() <= threads + 4
+        finally:
+            seen.unstuck.set()  # the abandoned threads return now
+            for _ in range(500):  # bounded: each pass yields the loop for 10 ms
+                if getattr(stuck, "hung", None) is None or stuck.hung.count == 0:
+                    break
+                await asyncio.sleep(0.01)
+        assert stuck.hung.count == 0
+        events = await run(make_agent([call("stuck", seconds=1), "done"]))
+        assert [d.output for d in of(events, ToolFinishedEvent)] == ["woke up"]
 
     async def test_tool_error_goes_to_the_model(self, make_agent: MakeAgent) -> None:
         """A ToolError's message reaches the model verbatim."""

@@ -30,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import math
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC
@@ -462,21 +464,30 @@ def _chars(m: Message) -> int:
     return len(m.content) + sum(len(c.name) + len(c.arguments) for c in m.tool_calls)
 
 
+# RFC 9110: delay-seconds is `1*DIGIT`. A fraction is tolerated; `nan`, `inf`, `1e999` or a
+# sign are not numbers of seconds, and `float()` would take them (a `nan` sleep stalls the loop).
+_DELAY_SECONDS = re.compile(r"\d{1,9}(?:\.\d{1,6})?")
+
+
 def _retry_after(value: str | None) -> float | None:
-    """Seconds from a `Retry-After` header: a number of seconds or an HTTP date."""
+    """Seconds from a `Retry-After` header: a number of seconds or an HTTP date, at least 0.
+
+    None for anything else (the caller then backs off as if no header came): never a `nan`,
+    an infinity or a negative wait. The caller caps it at `retry_max_wait`.
+    """
     if value is None:
         return None
+    value = value.strip()
+    if _DELAY_SECONDS.fullmatch(value):
+        return float(value)
     try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:  # "-0000": UTC with no claim about local time
-            when = when.replace(tzinfo=UTC)
-        seconds = when.timestamp() - time.time()
-    return max(seconds, 0.0)
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC with no claim about local time
+        when = when.replace(tzinfo=UTC)
+    seconds = when.timestamp() - time.time()
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
 def _error_detail(response: httpx.Response) -> str:

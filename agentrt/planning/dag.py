@@ -287,7 +287,7 @@ class _Dag:
         async with asyncio.TaskGroup() as tg:
             tasks: list[asyncio.Task[None]] = []
             try:
-                async for chunk in ctx.model.stream(request):
+                async for chunk in ctx.stream(request, step=attempt):
                     if isinstance(chunk, TextChunk):
                         for raw in parser.feed(chunk.text):
                             run = self._admit(attempt, plan, raw)

@@ -1,6 +1,7 @@
 """Internal. What every planner does the same way: open the conversation, take a model turn (asked
 again when its stream breaks off), ask for one JSON answer, call a tool a plan names, and keep
-the step and token budgets.
+the step and token budgets: checked before each step, and while an answer streams (the run's
+`RunContext.stream` cuts it; `run` ends the run `budget_exhausted`).
 
 One `Kernel` serves one planner run. A planner counts its steps with `next_step()`, which says
 when either budget is spent, and ends with `result(...)`, which carries the step count to
@@ -23,6 +24,7 @@ from agentrt.models.base import Message, ModelRequest
 from agentrt.parsing import CallPiece
 from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.planning.base import PlannerInput, PlannerResult
+from agentrt.run import TokenLimitReached
 from agentrt.tool import Tool
 
 __all__ = ["Invalid", "Kernel", "plan_tools"]
@@ -106,9 +108,13 @@ class Kernel:
 
     async def run(self, body: Callable[[], Awaitable[PlannerResult]]) -> PlannerResult:
         """The planner's `body`, its run-time failures (a model that fails, a plan that cannot
-        run) ending the run `error` with the steps taken so far."""
+        run) ending the run `error` with the steps taken so far, and a model answer cut by the
+        token budget or the per-call cap ending it `budget_exhausted`."""
         try:
             return await body()
+        except TokenLimitReached as exc:
+            # The partial answer and why it was cut are already recorded (`RunContext.stream`).
+            return PlannerResult("budget_exhausted", None, str(exc))
         except AgentrtError as exc:
             return PlannerResult("error", None, f"{type(exc).__name__}: {exc}")
 
@@ -136,6 +142,8 @@ class Kernel:
                 )
                 if not retrying:
                     raise
+                # Calls the broken turn ran are not run again when the retry repeats them.
+                self.task.executor.keep_for_retry(step)
                 retried += 1
 
     async def ask_json(

@@ -40,6 +40,7 @@ from agentrt.parsing import (
 )
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Kernel
+from agentrt.run import fold_tool_calls
 
 __all__ = ["run_react"]
 
@@ -153,7 +154,7 @@ class _ReAct:
         failure: Exception | None = None
         async with asyncio.TaskGroup() as tg:
             turn = _Turn(self, step, Batch(self.task.executor, tg))
-            stream = ctx.model.stream(request)
+            stream = ctx.stream(request, step=step)
             try:
                 looping = False
                 async for chunk in stream:
@@ -177,7 +178,7 @@ class _ReAct:
                 self.parser.close()
                 self.assembler.close()
             else:
-                turn.calls = _fold(turn.native)
+                turn.calls = fold_tool_calls(turn.native)
                 ctx.record_model_response(
                     step=step,
                     purpose="turn",
@@ -266,20 +267,3 @@ async def _close(stream: AsyncIterator[ModelChunk]) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
         await aclose()
-
-
-def _fold(chunks: list[ToolCallChunk]) -> list[NativeToolCall]:
-    """Whole native calls from their pieces, as the server sent them (for history and replay)."""
-    calls: dict[int, NativeToolCall] = {}
-    for c in chunks:
-        prev = calls.get(c.index)
-        if prev is None:
-            calls[c.index] = NativeToolCall(id=c.id, name=c.name or "", arguments=c.arguments or "")
-        else:
-            # Some servers repeat id and name in every piece: keep the first, never concatenate.
-            calls[c.index] = NativeToolCall(
-                id=prev.id or c.id,
-                name=prev.name or c.name or "",
-                arguments=prev.arguments + (c.arguments or ""),
-            )
-    return [calls[i] for i in sorted(calls)]

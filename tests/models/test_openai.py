@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 from collections.abc import AsyncIterator, Callable
@@ -30,7 +31,7 @@ from agentrt.models.base import (
     ToolDefinition,
     UsageChunk,
 )
-from agentrt.models.openai import OpenAIModel, OpenAISettings
+from agentrt.models.openai import OpenAIModel, OpenAISettings, _retry_after
 from tests.helpers import call, check_stream, last
 from tests.models.openai_server import (
     DONE,
@@ -361,6 +362,41 @@ class TestRetries:
         server.add(error_reply(429, "busy", {"retry-after": date}), text_reply("fine"))
         answer = await asyncio.wait_for(collect(make_model(retry_max_wait=30)), 1)
         assert text_of(answer) == "fine"
+
+    @pytest.mark.parametrize(
+        "value", ["nan", "NaN", "inf", "-inf", "1e999", "-5", "soon", "Mon, 99 Foo 2000"]
+    )
+    async def test_bad_retry_after_backs_off(
+        self, server: FakeServer, make_model: MakeModel, value: str
+    ) -> None:
+        """A `Retry-After` that is no number of seconds nor a date (`nan`, `inf`, negative,
+        garbage) is ignored: the retry waits the usual backoff, a finite wait, and comes."""
+        server.add(error_reply(429, "busy", {"retry-after": value}), text_reply("fine"))
+        with capture_logs() as logs:
+            answer = await asyncio.wait_for(collect(make_model(retry_max_wait=30)), 5)
+        assert text_of(answer) == "fine"
+        (retry,) = [e for e in logs if e["event"] == "model call failed; retrying"]
+        assert math.isfinite(retry["wait"])
+        assert 0 <= retry["wait"] <= 0.011  # the backoff's first bound: retry_initial_wait
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            ("0", 0.0),
+            (" 2 ", 2.0),
+            ("1.5", 1.5),
+            ("nan", None),
+            ("inf", None),
+            ("+3", None),
+            ("-1", None),
+            ("1_000", None),
+            ("Sat, 01 Jan 2000 00:00:00 GMT", 0.0),
+            ("", None),
+        ],
+    )
+    def test_retry_after_parsing(self, value: str, expected: float | None) -> None:
+        """Only digits or an HTTP date are read; a date in the past means now."""
+        assert _retry_after(value) == expected
 
     async def test_503_twice_then_success(self, server: FakeServer, make_model: MakeModel) -> None:
         """Two 503s are retried, each logged as a warning, and the answer arrives."""

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentrt import (
+    Agent,
+    AgentSettings,
     Event,
     GuardEvent,
     ModelErrorEvent,
@@ -19,7 +26,9 @@ from agentrt import (
     ToolStartedEvent,
     TurnStartedEvent,
     Usage,
+    Workspace,
 )
+from agentrt.models.base import ModelChunk, ModelRequest, TextChunk
 from tests.helpers import MakeAgent, call, check_stream, finish, last
 
 
@@ -187,3 +196,60 @@ class TestModelFailures:
         events = await run(make_agent([heavy, heavy, "2"], token_budget=1000))
         end = last(events)
         assert (end.status, end.steps, end.usage.total_tokens) == ("budget_exhausted", 1, 1100)
+
+
+class BreaksAfterCall:
+    """A model whose answers call `counter` and break off once that call has run (the run's
+    state says so: no timing), `breaks` times; then it answers `after`."""
+
+    __test__ = False
+    name = "breaks-after-call"
+    native_tools = False
+
+    def __init__(self, seen: Any, breaks: int, after: list[str]) -> None:
+        self.seen, self.breaks, self.after = seen, breaks, after
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        self.requests.append(request)
+        if len(self.requests) > self.breaks:
+            yield TextChunk(text=self.after[len(self.requests) - self.breaks - 1])
+            return
+        yield TextChunk(text=call("counter"))
+        # Until the first attempt's call has run (bounded: a test never hangs on it), then a
+        # few loop passes so that the executor takes its result before the break.
+        for _ in range(10_000):
+            if self.seen.counter >= 1:
+                break
+            await asyncio.sleep(0)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        raise StreamInterrupted("connection reset mid-answer")
+
+
+class TestSideEffectsOnce:
+    """A `cache=False` call that ran before its turn broke off is not run again by the retry."""
+
+    @pytest.mark.parametrize("breaks", [1, 2])
+    async def test_retry_reuses_the_call(
+        self, workspace: Workspace, tmp_path: Path, seen: Any, breaks: int
+    ) -> None:
+        """The retried turn's identical call is answered from the first one's outcome, the
+        model is told so, and the trajectory shows it (`guard` duplicate, `cached`)."""
+        model = BreaksAfterCall(seen, breaks, [call("counter"), "done"])
+        settings = AgentSettings(trajectory_dir=tmp_path, turn_retries=breaks)
+        events = await run(Agent(workspace, model=model, settings=settings))
+        assert seen.counter == 1
+        assert (last(events).status, last(events).answer) == ("ok", "done")
+        finished = [(e.call_id, e.cached) for e in of(events, ToolFinishedEvent)]
+        assert finished == [("call_1_1", False), *[("call_1_1", True)] * breaks]
+        guards = [(g.kind, g.original_call_id) for g in of(events, GuardEvent)]
+        assert guards == [("duplicate", "call_1_1")] * breaks
+        (observation,) = [m for m in model.requests[-1].messages if "broke off" in m.content]
+        assert "was not run again" in observation.content
+
+    async def test_a_later_turn_runs_it_again(self, make_agent: MakeAgent, seen: Any) -> None:
+        """Outside a retry, an uncached tool runs each time it is called."""
+        events = await run(make_agent([call("counter"), call("counter"), "done"]))
+        assert seen.counter == 2
+        assert [e.cached for e in of(events, ToolFinishedEvent)] == [False, False]
