@@ -9,6 +9,8 @@
     │   ├── RetriesExhausted ─ 429s, 5xx or network errors outlasted the retries
     │   ├── StreamInterrupted ─ the answer broke off mid-stream; the turn may be retried
     │   └── ScriptExhausted ── a scripted model was asked for more turns than it has
+    ├── TokenLimitReached ─── an answer passed the token budget or the per-call cap as it
+    │                         streamed; the run ends `budget_exhausted`
     ├── PlanFailed ────────── a planner could not carry its plan out; the run ends `error`
     │   ├── ProgramFailed ─── a `vm` program's step could not complete
     │   └── PipelineFailed ── no `pipeline` plan covers the question, or it could not run
@@ -42,6 +44,7 @@ __all__ = [
     "ScriptExhausted",
     "ShellError",
     "StreamInterrupted",
+    "TokenLimitReached",
     "ToolDefinitionError",
     "ToolError",
     "UserError",
@@ -84,6 +87,11 @@ class StreamInterrupted(ModelError):
 
 class ScriptExhausted(ModelError):
     """A scripted model was asked for a turn beyond the end of its script."""
+
+
+class TokenLimitReached(AgentrtError):
+    """A model's answer was cut mid-stream: the run's token budget or the per-call cap was
+    passed. The planner ends the run `budget_exhausted`; the partial answer is recorded."""
 
 
 class PlanFailed(AgentrtError):

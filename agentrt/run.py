@@ -29,7 +29,7 @@ from agentrt.events import (
     NativeToolCall,
     Usage,
 )
-from agentrt.exceptions import AgentrtError
+from agentrt.exceptions import TokenLimitReached
 from agentrt.logs import get_logger
 from agentrt.models.base import (
     Model,
@@ -55,11 +55,6 @@ class TokenLimits:
     """Most tokens of the whole run: its usage so far and the streaming answer's estimate."""
     per_call: int | None = None
     """Most tokens one answer may stream."""
-
-
-class TokenLimitReached(AgentrtError):
-    """A model's answer was cut mid-stream: the run's token budget or the per-call cap was
-    passed. The planner ends the run `budget_exhausted`; the partial answer is recorded."""
 
 
 def fold_tool_calls(chunks: list[ToolCallChunk]) -> list[NativeToolCall]:

@@ -18,13 +18,12 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from agentrt._validation import describe_errors
 from agentrt.events import ModelErrorEvent, RunStatus, TurnStartedEvent
-from agentrt.exceptions import AgentrtError, ModelError, StreamInterrupted
+from agentrt.exceptions import AgentrtError, ModelError, StreamInterrupted, TokenLimitReached
 from agentrt.execution import PreparedCall, ToolOutcome
 from agentrt.models.base import Message, ModelRequest
 from agentrt.parsing import CallPiece
 from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.planning.base import PlannerInput, PlannerResult
-from agentrt.run import TokenLimitReached
 from agentrt.tool import Tool
 
 __all__ = ["Invalid", "Kernel", "plan_tools"]
