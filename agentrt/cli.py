@@ -666,6 +666,9 @@ def serve(
         await server.serve()
 
     anyio.run(main)
+    if server.stopped_by is not None:
+        # As a program stopped by that signal reports it: 130 for Ctrl-C, 143 for SIGTERM.
+        raise typer.Exit(128 + server.stopped_by)
 
 
 @app.command()
