@@ -7,6 +7,7 @@ import random
 import re
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentrt.exceptions import ShellError
@@ -157,7 +158,7 @@ class TestPatternLimits:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(ticker)
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             before = ticks
             answer = await anyio.to_thread.run_sync(vfs.grep, "[ab]*a[ab]{20}c")
             during = ticks - before
@@ -212,14 +213,15 @@ class TestLongLines:
     """A line longer than the output limit is shown in part, with where to read on."""
 
     LINE = "".join(f"{i:04d}," for i in range(100))  # 500 characters
+    READ_ON = (
+        r"\[… the line goes on for \d+ more character\(s\): "
+        r'cat with path="(/\S+)" offset=(\d+) reads on from here\]'
+    )
 
     def read_whole_line(self, vfs: VirtualFiles, first: str) -> str:
         text, out = "", first
         for _ in range(20):
-            found = re.search(
-                r'\[… the line goes on for \d+ more character\(s\): cat with path="(/\S+)" offset=(\d+) reads on from here\]',
-                out,
-            )
+            found = re.search(self.READ_ON, out)
             if found is None:
                 return text + out.splitlines()[0]
             text += out[: found.start()]
