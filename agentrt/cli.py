@@ -10,7 +10,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated, Any, get_args
 
 import anyio
 import typer
@@ -630,6 +630,14 @@ def serve(
     trajectories: Annotated[
         Path, typer.Option(help="Where runs are recorded and read back from.")
     ] = Path("trajectories"),
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A host name (as clients' Host header has it) to answer to besides localhost, "
+            "127.0.0.1 and [::1] (repeat for several; '*': any). Without a token, other names "
+            "are refused: a web page could otherwise reach the server by DNS rebinding.",
+        ),
+    ] = None,
     max_runs: Annotated[int, typer.Option(min=1, help="Runs in progress at once, in all.")] = 32,
     max_runs_per_token: Annotated[
         int, typer.Option(min=1, help="Runs in progress at once for one token.")
@@ -639,7 +647,7 @@ def serve(
     configure_logging()
     tokens = tuple(token or ())
     try:
-        from agentrt.server import Server, ServerSettings, check_exposure, create_app
+        from agentrt.server import ServerSettings, check_exposure, create_app
     except ImportError as exc:
         err.print(
             f"[red]error:[/] the server needs its extra: pip install 'agentrt[server]' ({exc})"
@@ -651,10 +659,20 @@ def serve(
             workspace, model=_load_model(model), settings=AgentSettings(trajectory_dir=trajectories)
         )
         limits = ServerSettings(
-            tokens=tokens, max_runs=max_runs, max_runs_per_token=max_runs_per_token
+            tokens=tokens,
+            max_runs=max_runs,
+            max_runs_per_token=max_runs_per_token,
+            allowed_hosts=tuple(allowed_host or ()),
         )
         application = create_app(agent, limits)
+    _serve_app(application, agent, host, port)
+
+
+def _serve_app(application: Any, agent: Agent, host: str, port: int) -> None:
+    """Serve until a stop signal, then exit as a program stopped by it: 128 + the signal."""
     import uvicorn
+
+    from agentrt.server import Server
 
     # On Ctrl-C the runs in progress are cancelled, their streams ended with run_finished; a
     # response still open 5 s later is cut off.
@@ -666,6 +684,9 @@ def serve(
         await server.serve()
 
     anyio.run(main)
+    if server.stopped_by is not None:
+        # As a program stopped by that signal reports it: 130 for Ctrl-C, 143 for SIGTERM.
+        raise typer.Exit(128 + server.stopped_by)
 
 
 @app.command()

@@ -38,6 +38,7 @@ from agentrt.agent import Agent
 from agentrt.events import event_adapter
 from agentrt.exceptions import UserError
 from agentrt.server.auth import Caller, CallerDep, authenticate, token_keys
+from agentrt.server.guard import RequestGuard
 from agentrt.server.runs import Refusal, RunRegistry
 from agentrt.server.schemas import (
     ID_PATTERN,
@@ -86,6 +87,13 @@ class ServerSettings(BaseModel):
     """Seconds of silence after which an SSE stream gets a comment line."""
     list_limit: int = Field(200, ge=1)
     """Most trajectory files `GET /trajectories` lists."""
+    max_body: int = Field(1 << 20, ge=1024)
+    """Most bytes of a request body read; a larger one is refused with 413 (a run's query is at
+    most 20,000 characters)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (a `Host` header's, without the port) answered besides localhost, 127.0.0.1
+    and [::1]; `*` for any. Without it a server without tokens answers to the loopback names
+    only (421 otherwise: DNS rebinding), and one with tokens to any."""
 
 
 RunId = Annotated[str, PathParam(pattern=ID_PATTERN, description="A run id.")]
@@ -97,6 +105,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         "model": ErrorBody,
         "description": "The server has no token and the request reached it beyond loopback.",
     },
+    413: {"model": ErrorBody, "description": "The body is larger than the server reads."},
+    421: {"model": ErrorBody, "description": "The Host is not one this server answers to."},
     422: {
         "model": ValidationErrorBody,
         "description": "The request does not validate (a body that is not JSON included).",
@@ -197,6 +207,12 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.state.token_keys = token_keys(settings.tokens)
+    app.add_middleware(
+        RequestGuard,
+        token_keys=app.state.token_keys,
+        allowed_hosts=settings.allowed_hosts,
+        max_body=settings.max_body,
+    )
     app.include_router(_api)
     app.get("/", include_in_schema=False)(_page)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -9,7 +9,8 @@ not separate users.
 A server without tokens serves its API over loopback only. `agentrt serve` refuses to bind
 elsewhere (`check_exposure`); and since `create_app` may be served by any ASGI server, bound
 anywhere, every request is checked too: one that reached the server at an address beyond
-loopback is refused (403).
+loopback is refused (403), and one whose Host is not a loopback name is refused (421) before
+it reaches the app (`guard.RequestGuard`: DNS rebinding).
 """
 
 from __future__ import annotations
@@ -26,17 +27,23 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from agentrt.exceptions import UserError
 
 __all__ = [
+    "LOOPBACK_NAMES",
     "Caller",
     "CallerDep",
     "authenticate",
     "check_exposure",
     "is_loopback",
+    "match_token",
     "token_keys",
 ]
 
 Caller = str | None
 """A short, stable name for the token a request came with (None when the server has none):
 what per-token limits count by, and what logs may show."""
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+"""The host names (as a `Host` header writes them, without the port) a server without a token
+answers to."""
 
 _scheme = HTTPBearer(
     auto_error=False,
@@ -79,6 +86,17 @@ def token_keys(tokens: Sequence[str]) -> dict[str, str]:
     return {token: hashlib.sha256(token.encode()).hexdigest()[:12] for token in tokens}
 
 
+def match_token(keys: dict[str, str], given: str) -> str | None:
+    """The name of the token `given` is, among `keys` (`token_keys`), or None."""
+    raw = given.encode()
+    # Compare with every token, in constant time, so that timing tells nothing about any.
+    found = None
+    for token, key in keys.items():
+        if secrets.compare_digest(raw, token.encode()):
+            found = key
+    return found
+
+
 def authenticate(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_scheme)],
@@ -98,12 +116,7 @@ def authenticate(
     if credentials is None:
         msg = "this server needs a bearer token: send 'Authorization: Bearer <token>'"
         raise HTTPException(401, msg, headers={"WWW-Authenticate": "Bearer"})
-    given = credentials.credentials.encode()
-    # Compare with every token, in constant time, so that timing tells nothing about any.
-    found = None
-    for token, key in keys.items():
-        if secrets.compare_digest(given, token.encode()):
-            found = key
+    found = match_token(keys, credentials.credentials)
     if found is None:
         msg = "the bearer token is not one this server accepts"
         raise HTTPException(401, msg, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})

@@ -16,7 +16,11 @@ makes itself (`llm_generate`): recorded answers of a purpose today's run never a
 left out of the comparison.
 
 Compared: every event field except the ones that measure time (`t`, `duration`, `timings`),
-the run id and `seq`, in a canonical order. The model's stream and each tool call run
+the run id and `seq`, in a canonical order. Numbers compare within a tolerance when either is a
+float (`REL_TOL` of the larger, or `ABS_TOL` near zero): a retrieval score computed in float32
+on another CPU differs in its last digits (`0.5985548496246338` recorded, `0.598554790019989`
+replayed), which is the machine, not the behaviour; a score that moves by more, or a different
+order of results, is still a difference. The model's stream and each tool call run
 concurrently, so how their events interleave depends on timing, not on the code: each call's
 `tool_started` / `guard` / `tool_finished` are placed right after its `tool_call`, and
 consecutive `text_delta` events of a step are joined (how a stream was cut into chunks is the
@@ -29,6 +33,7 @@ against `workspace=` a copy) compares what the run did, not where the folder is.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tempfile
 from collections import Counter, deque
@@ -62,6 +67,8 @@ from agentrt.trajectory.format import Trajectory
 from agentrt.workspace import Workspace
 
 __all__ = [
+    "ABS_TOL",
+    "REL_TOL",
     "Difference",
     "Outcome",
     "RecordedTools",
@@ -71,6 +78,7 @@ __all__ = [
     "recorded_model",
     "replay",
     "replay_files",
+    "same",
     "trajectory_files",
 ]
 
@@ -79,6 +87,14 @@ ToolSource = Literal["live", "recorded"]
 
 Outcome = Literal["same", "differs", "error"]
 """How one replayed run compares: identical events, a difference, or it could not be replayed."""
+
+REL_TOL = 1e-5
+"""Two floats are the same when they differ by at most this fraction of the larger: float32
+arithmetic (embeddings, their scores) carries about 7 significant digits, and differs between
+CPUs in the last ones."""
+ABS_TOL = 1e-6
+"""...or by at most this much, for values near zero, where a relative tolerance is no use: a
+cosine of unit float32 vectors that comes out near 0 is still off by about 1e-7."""
 
 _VOLATILE = frozenset({"t", "seq", "run_id", "started_at", "duration", "timings"})
 _CALL_LIFECYCLE = (ToolStartedEvent, GuardEvent, ToolFinishedEvent)
@@ -108,7 +124,7 @@ class Difference:
             return f"{ended} ended first; the other has {_label(present)}"
         if old["type"] != new["type"]:
             return f"recorded {_label(old)}, today {_label(new)}"
-        changed = [k for k in {**old, **new} if old.get(k) != new.get(k)]
+        changed = [k for k in {**old, **new} if not same(old.get(k), new.get(k))]
         fields = "; ".join(
             f"{k}: {_short(old.get(k), limit)} → {_short(new.get(k), limit)}" for k in changed
         )
@@ -314,9 +330,28 @@ def first_difference(
     for index in range(max(len(old), len(new))):
         seq, a = old[index] if index < len(old) else (None, None)
         b = new[index][1] if index < len(new) else None
-        if a != b:
+        if not same(a, b):
             return Difference(index, seq, a, b)
     return None
+
+
+def same(recorded: Any, replayed: Any) -> bool:
+    """Whether two JSON values are equal, floats within `REL_TOL` (or `ABS_TOL`): containers
+    item by item (dicts by the same keys, lists in the same order), everything else exactly."""
+    if isinstance(recorded, dict) and isinstance(replayed, dict):
+        return recorded.keys() == replayed.keys() and all(
+            same(v, replayed[k]) for k, v in recorded.items()
+        )
+    if isinstance(recorded, list) and isinstance(replayed, list):
+        return len(recorded) == len(replayed) and all(map(same, recorded, replayed))
+    if _is_number(recorded) and _is_number(replayed) and float in (type(recorded), type(replayed)):
+        return math.isclose(recorded, replayed, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+    return bool(recorded == replayed)
+
+
+def _is_number(value: Any) -> bool:
+    # A bool is an int to Python, not a number to a run.
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def trajectory_files(path: Path) -> list[Path]:

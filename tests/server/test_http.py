@@ -449,13 +449,16 @@ class TestAccess:
 
     def test_tokenless_server_refuses_beyond_loopback(self, make_agent: MakeAgent) -> None:
         """An app without tokens, served on an outward address by some other means than
-        `agentrt serve`, refuses every API request that arrives there (403)."""
+        `agentrt serve`, refuses every API request that arrives there (403), even one that
+        names a loopback host (its Host is the client's to write)."""
         address = outward_address()
         if address is None:
             pytest.skip("this machine has no address beyond loopback to serve on")
+        loopback = {"Host": "localhost"}
         with LiveServer(create_app(make_agent([])), host=address) as server:
-            refused = httpx.get(f"{server.url}/trajectories")
-            page = httpx.get(server.url)
+            refused = httpx.get(f"{server.url}/trajectories", headers=loopback)
+            page = httpx.get(server.url, headers=loopback)
+            by_address = httpx.get(server.url)
         assert (refused.status_code, refused.json()) == (
             403,
             {
@@ -464,6 +467,7 @@ class TestAccess:
             },
         )
         assert page.status_code == 200
+        assert by_address.status_code == 421
 
     def test_no_exposure_without_a_token(self) -> None:
         """Binding beyond loopback needs a token; loopback does not."""

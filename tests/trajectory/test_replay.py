@@ -17,10 +17,12 @@ from agentrt.events import ModelResponseEvent, ToolCallEvent, ToolFinishedEvent
 from agentrt.exceptions import ToolError
 from agentrt.models.base import ModelRequest
 from agentrt.tool import ToolContext
+from agentrt.trajectory import replay as replay_module
 from agentrt.trajectory.format import FORMAT_VERSION
 from agentrt.trajectory.replay import (
     Difference,
     RecordedTools,
+    first_difference,
     replay,
     replay_files,
     trajectory_files,
@@ -271,6 +273,57 @@ class TestDifference:
             Difference(4, 9, call_event, None).summary()
             == "today's run ended first; the other has tool_call add c1"
         )
+
+
+class TestFloats:
+    """Scores recorded on one CPU and replayed on another differ in their last digits; what a
+    run did is the same. A real change of ranking is still a difference."""
+
+    SAMPLE = SAMPLES / "default" / "pipeline.jsonl"
+    RECORDED = "0.5985548496246338"
+
+    def changed(self, tmp_path: Path, old: str, new: str) -> Trajectory:
+        text = self.SAMPLE.read_text()
+        assert old in text
+        path = tmp_path / "changed.jsonl"
+        path.write_text(text.replace(old, new))
+        return Trajectory.read(path)
+
+    def test_the_last_digits_of_a_score_are_no_difference(self, tmp_path: Path) -> None:
+        """The very values seen on two machines."""
+        recorded = Trajectory.read(self.SAMPLE)
+        replayed = self.changed(tmp_path, self.RECORDED, "0.598554790019989")
+        assert first_difference(recorded.events, replayed.events) is None
+
+    def test_a_score_that_moves_is_a_difference(self, tmp_path: Path) -> None:
+        recorded = Trajectory.read(self.SAMPLE)
+        replayed = self.changed(tmp_path, self.RECORDED, "0.5986")
+        difference = first_difference(recorded.events, replayed.events)
+        assert difference is not None
+        assert "0.5985548496246338" in difference.summary(limit=100_000)
+
+    def test_another_order_of_tools_is_a_difference(self, tmp_path: Path) -> None:
+        recorded = Trajectory.read(self.SAMPLE)
+        plot = '{"name":"plot_line","source":"template","score":0.5985548496246338}'
+        save = '{"name":"save_dataframe","source":"template","score":null}'
+        swapped = self.changed(tmp_path, f"{plot},{save}", f"{save},{plot}")
+        assert first_difference(recorded.events, swapped.events) is not None
+
+    @pytest.mark.parametrize(
+        ("a", "b", "same"),
+        [
+            (1.0, 1.0 + 1e-7, True),
+            (0.0, 1e-7, True),
+            (1.0, 1.001, False),
+            (1, 2, False),
+            ("0.5", 0.5, False),
+            ([1.0, 2.0], [2.0, 1.0], False),
+            ({"a": 1.0}, {"a": 1.0, "b": None}, False),
+        ],
+    )
+    def test_what_counts_as_the_same(self, a: Any, b: Any, same: bool) -> None:
+        assert replay_module.same(a, b) is same
+        assert replay_module.same(b, a) is same
 
 
 class TestCommand:

@@ -26,13 +26,15 @@ def ls(ctx: ToolContext, path: str = "/") -> str:
 
 
 @tool(cache=False)
-def cat(ctx: ToolContext, path: str) -> str:
-    """Print a virtual file (long files are cut: prefer grep or head).
+def cat(ctx: ToolContext, path: str, offset: int = 0) -> str:
+    """Print a virtual file (long files are cut: prefer grep or head). A line too long to
+    print whole ends with the offset to read on from.
 
     Args:
         path: The file.
+        offset: Start at this character of the file (0: the beginning).
     """
-    return _files(ctx).cat(path)
+    return _files(ctx).cat(path, offset)
 
 
 @tool(cache=False)
@@ -59,7 +61,8 @@ def grep(
     searched recursively; each line then starts with its file).
 
     Args:
-        pattern: A regular expression (Python syntax).
+        pattern: A regular expression (RE2 syntax: Python's, without backreferences or
+            look-around).
         path: A file or a folder.
         ignore_case: Match regardless of case, like grep -i.
         line_numbers: Prefix each line with its number, like grep -n.
