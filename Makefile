@@ -22,6 +22,7 @@ bench: .venv/.installed-dev
 	.venv/bin/python benchmarks/overhead.py
 	.venv/bin/python benchmarks/retrieval.py
 	.venv/bin/python benchmarks/peers.py
+	.venv/bin/python benchmarks/faults.py
 
 # The server's web page is tested in Debian's Chromium, driven by Playwright (which cannot
 # download a browser of its own here). Installed once; as root, or with sudo.
