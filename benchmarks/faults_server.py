@@ -89,8 +89,13 @@ def _status(port: int, head: list[str], body: Iterable[bytes] = ()) -> int | Non
                 if select.select([sock], [], [], 0)[0]:
                     break  # answered: the rest of the body is not wanted
                 sock.sendall(piece)
+        except OSError:
+            # The server answered and closed while a piece was on its way (a refused body is
+            # not read): its answer is still waiting to be read.
+            pass
+        try:
             answer = sock.recv(64)
-        except (TimeoutError, OSError):
+        except OSError:
             return None
     return int(answer.split()[1]) if answer.startswith(b"HTTP/") else None
 
