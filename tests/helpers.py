@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from agentrt import Agent, Event, RunFinishedEvent, TrajectoryHeader
@@ -17,6 +20,8 @@ TEST_WORKSPACE = Path(__file__).parent / "workspace"
 REAL_MODEL_WORKSPACE = Path(__file__).parent / "models" / "workspace"
 """Two strategies and one tool, for runs on a real model: its prompt, and so the CPU time of
 every turn, stays short."""
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 MakeAgent = Callable[..., Agent]
 """The `make_agent` fixture: an agent over the test workspace playing scripted turns."""
@@ -66,3 +71,15 @@ def header(run_id: str = "run") -> TrajectoryHeader:
         workspace="w",
         workspace_fingerprint="f",
     )
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """benchmarks/NAME.py as a module (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Its dataclasses resolve their annotations through sys.modules while the class body runs.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

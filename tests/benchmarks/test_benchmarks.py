@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+from tests.helpers import BENCHMARKS, load_benchmark
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -22,18 +20,6 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
     assert done.returncode == 0, done.stderr
     return done
-
-
-def load_benchmark(name: str) -> ModuleType:
-    """benchmarks/NAME.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Its dataclasses resolve their annotations through sys.modules.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_overhead_measurements_run() -> None:

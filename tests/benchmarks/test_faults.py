@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "faults.py"
+from tests.helpers import load_benchmark
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("faults", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["faults"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("faults")
 
 
 def test_every_area_has_a_measure() -> None:

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-pytest.importorskip("sqlglot", reason="needs the db extra")
+from tests.helpers import load_benchmark
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "faults_sql.py"
+pytest.importorskip("sqlglot", reason="needs the db extra")
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("faults_sql", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["faults_sql"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("faults_sql")
 
 
 def test_measure_reports_rows_of_the_agreed_shape() -> None:

@@ -3,9 +3,7 @@ people, never asserted here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,28 +14,17 @@ from agentrt import ModelRequest, ModelResponseEvent, ScriptedModel, Trajectory,
 from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.documents import read_document
 from agentrt.knowledge.ingest import source_files
-from tests.helpers import call
+from tests.helpers import call, load_benchmark
 
 pytest.importorskip("faiss", reason="needs the retrieval extra")
 pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
 
 from tests.knowledge.support import tool_results
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    """benchmarks/knowledge.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "knowledge_benchmark", BENCHMARKS / "knowledge.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("knowledge")
 
 
 class TestQuestions:

@@ -3,39 +3,27 @@ people, never asserted here."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 import yaml
 
 from agentrt.catalog.metadata import CapabilityMap, ToolMetadata
+from tests.helpers import BENCHMARKS, load_benchmark
 
 pytest.importorskip("faiss", reason="needs the retrieval extra")
 pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
 
 
-BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 DATA = BENCHMARKS / "data" / "retrieval"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    """benchmarks/retrieval.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "retrieval_benchmark", BENCHMARKS / "retrieval.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses look their module up in sys.modules while the class body runs.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("retrieval")
 
 
 def raw_tools() -> list[tuple[str, dict[str, object]]]:
