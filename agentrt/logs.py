@@ -1,7 +1,10 @@
 """Logging: the library's loggers, and a set-up for programs built on agentrt.
 
-The library logs through structlog with the run id bound; the application decides where logs
-go (JSON lines in production, pretty on a terminal). The CLI calls `configure_logging()`.
+agentrt logs through the standard `logging` tree (`agentrt`, `agentrt.*`), with structlog to
+bind the run id and other fields, which travel as the record's `extra`. Like any library it
+prints nothing by itself: its root logger has a `NullHandler`, so until the application
+configures `logging` (or calls `configure_logging()`, as the CLI does) a warning goes nowhere
+— never to stdout, where it would corrupt an NDJSON pipe or an MCP stdio stream.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from typing import Any, TextIO, cast
 
 __all__ = ["configure_logging", "get_logger"]
 
+_ROOT = "agentrt"
+logging.getLogger(_ROOT).addHandler(logging.NullHandler())
+
 
 class _Logger:
-    """A structlog logger imported on first use: most runs never log, and importing structlog
-    (with rich, for tracebacks) would make `import agentrt` half as fast again."""
+    """A structlog logger over `logging.getLogger(name)`, made on first use: most runs never
+    log, and importing structlog would make `import agentrt` half as fast again."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -25,7 +31,16 @@ class _Logger:
         if self._log is None:
             import structlog
 
-            self._log = structlog.get_logger(self._name)
+            # Wrapped here rather than through structlog's global configuration, which is the
+            # application's: agentrt's records go to `logging` whatever that says.
+            self._log = structlog.wrap_logger(
+                logging.getLogger(self._name),
+                processors=[
+                    structlog.stdlib.filter_by_level,
+                    structlog.stdlib.render_to_log_kwargs,
+                ],
+                wrapper_class=structlog.stdlib.BoundLogger,
+            )
         return getattr(self._log, method)
 
 
@@ -34,7 +49,10 @@ def get_logger(name: str) -> Any:
 
 
 def configure_logging(level: int = logging.WARNING, *, json: bool | None = None) -> None:
-    """Send structlog output to stderr, as JSON lines unless stderr is a terminal.
+    """Print agentrt's log records to stderr, as JSON lines unless stderr is a terminal.
+
+    Calling it again replaces the earlier set-up. Records no longer propagate to the root
+    logger, so an application that also configures `logging` does not print them twice.
 
     :param level: the lowest level printed
     :param json: force JSON (True) or pretty (False) output; None decides by the terminal
@@ -42,21 +60,29 @@ def configure_logging(level: int = logging.WARNING, *, json: bool | None = None)
     import structlog
 
     as_json = not sys.stderr.isatty() if json is None else json
-    processors: list[structlog.typing.Processor] = [
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
-    if as_json:
-        processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
-    else:
-        processors.append(structlog.dev.ConsoleRenderer())
-    structlog.configure(
-        processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        # PrintLogger only writes and flushes: the stand-in needs nothing else of a TextIO.
-        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())),
-        cache_logger_on_first_use=True,
+    renderer: list[structlog.typing.Processor] = (
+        [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+        if as_json
+        else [structlog.dev.ConsoleRenderer()]
     )
+    handler = logging.StreamHandler(cast(TextIO, _Stderr()))
+    handler.set_name(_ROOT)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.ExtraAdder(),
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
+        )
+    )
+    logger = logging.getLogger(_ROOT)
+    for old in [h for h in logger.handlers if h.get_name() == _ROOT]:
+        logger.removeHandler(old)
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
 
 
 class _Stderr:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -83,3 +85,33 @@ def load_benchmark(name: str) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+@contextmanager
+def agentrt_logs() -> Iterator[list[dict[str, Any]]]:
+    """What agentrt logs inside the block, read once it ends: each record as a dict of its
+    `event` (the message), `log_level` and the fields bound or passed with it."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    logger = logging.getLogger("agentrt")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    entries: list[dict[str, Any]] = []
+    try:
+        yield entries
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        entries += [
+            {
+                "event": r.getMessage(),
+                "log_level": r.levelname.lower(),
+                **{k: v for k, v in vars(r).items() if k not in _RECORD_FIELDS},
+            }
+            for r in records
+        ]

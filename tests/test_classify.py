@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from structlog.testing import capture_logs
 
 from agentrt import ClassifiedEvent, ModelError, ModelRequest, StrategySelectedEvent, Workspace
-from tests.helpers import TEST_WORKSPACE, MakeAgent, classified
+from tests.helpers import TEST_WORKSPACE, MakeAgent, agentrt_logs, classified
 
 
 async def classify_with(
@@ -63,7 +62,7 @@ def _raises(request: ModelRequest) -> str:
 async def test_failures_fall_back(make_agent: MakeAgent, answer: object, reason: str) -> None:
     """Any failure falls back to the default strategy, and the event says so and why; the
     warning is logged with the run's id bound."""
-    with capture_logs() as logs:
+    with agentrt_logs() as logs:
         c, strategy, _ = await classify_with(make_agent, answer)
     (warning,) = [entry for entry in logs if entry["event"] == "classification failed"]
     assert warning["log_level"] == "warning"

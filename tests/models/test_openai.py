@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-from structlog.testing import capture_logs
 
 from agentrt import Agent, AgentSettings, Workspace
 from agentrt.events import Usage
@@ -32,7 +31,7 @@ from agentrt.models.base import (
     UsageChunk,
 )
 from agentrt.models.openai import OpenAIModel, OpenAISettings, _retry_after
-from tests.helpers import call, check_stream, last
+from tests.helpers import agentrt_logs, call, check_stream, last
 from tests.models.openai_server import (
     DONE,
     Cut,
@@ -372,7 +371,7 @@ class TestRetries:
         """A `Retry-After` that is no number of seconds nor a date (`nan`, `inf`, negative,
         garbage) is ignored: the retry waits the usual backoff, a finite wait, and comes."""
         server.add(error_reply(429, "busy", {"retry-after": value}), text_reply("fine"))
-        with capture_logs() as logs:
+        with agentrt_logs() as logs:
             answer = await asyncio.wait_for(collect(make_model(retry_max_wait=30)), 5)
         assert text_of(answer) == "fine"
         (retry,) = [e for e in logs if e["event"] == "model call failed; retrying"]
@@ -402,7 +401,7 @@ class TestRetries:
         """Two 503s are retried, each logged as a warning, and the answer arrives."""
         server.add(error_reply(503, "overloaded"), error_reply(503, "overloaded"))
         server.add(text_reply("fine"))
-        with capture_logs() as logs:
+        with agentrt_logs() as logs:
             assert text_of(await collect(make_model())) == "fine"
         retries = [e for e in logs if e["event"] == "model call failed; retrying"]
         assert [(e["log_level"], e["attempt"]) for e in retries] == [("warning", 1), ("warning", 2)]
