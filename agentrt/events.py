@@ -31,6 +31,7 @@ __all__ = [
     "NarrowedTool",
     "NativeToolCall",
     "NodeSkippedEvent",
+    "OutputDeltaEvent",
     "PipelineStep",
     "PlanAdaptedEvent",
     "PlanCreatedEvent",
@@ -142,8 +143,9 @@ class ClassifiedEvent(EventBase):
     query_type: str
     language: str = "und"
     suggested_contexts: list[str] = Field(default_factory=list)
-    method: Literal["model", "fallback", "forced"]
-    """`model` when the classifier answered, `fallback` when it failed, `forced` by the caller."""
+    method: Literal["model", "fallback", "forced", "only"]
+    """`model` when the classifier answered, `fallback` when it failed, `forced` by the caller,
+    `only` when the workspace has one strategy (no model call is made)."""
     reason: str | None = None
     """Why the fallback was taken."""
 
@@ -174,6 +176,16 @@ class TextDeltaEvent(EventBase):
     type: Literal["text_delta"] = "text_delta"
     step: int
     text: str
+
+
+class OutputDeltaEvent(EventBase):
+    """The typed output as far as it has streamed: partially parsed, validated as far as it
+    goes (fields not yet written are absent). Only runs with an `output_type` other than
+    `str` send it."""
+
+    type: Literal["output_delta"] = "output_delta"
+    step: int
+    output: JsonValue
 
 
 class ModelResponseEvent(EventBase):
@@ -433,7 +445,10 @@ class RunFinishedEvent(EventBase):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
     answer: str | None = None
-    """The answer; for `needs_input`, the question the user is asked."""
+    """The answer; for `needs_input`, the question the user is asked. A typed output is here
+    as its JSON text."""
+    output: JsonValue = None
+    """A typed output (an `output_type` other than `str`) as JSON, when the run ended `ok`."""
     error: str | None = None
     steps: int
     usage: Usage
@@ -447,6 +462,7 @@ Event = Annotated[
     | ToolsNarrowedEvent
     | TurnStartedEvent
     | TextDeltaEvent
+    | OutputDeltaEvent
     | ModelResponseEvent
     | ModelErrorEvent
     | ToolCallEvent
