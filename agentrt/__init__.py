@@ -15,7 +15,7 @@ import typing
 from agentrt._version import __version__
 
 # The agent, what a run returns, and the tool metadata a workspace's registry holds.
-from agentrt.agent import Agent, RunResult
+from agentrt.agent import Agent
 from agentrt.catalog.metadata import CapabilityMap, ToolMetadata
 
 # Events: one discriminated union on `type` (`Event`), streamed, recorded and replayed alike.
@@ -65,8 +65,10 @@ from agentrt.events import (
 from agentrt.exceptions import (
     AgentrtError,
     ModelError,
+    OutputInvalid,
     RequestRejected,
     RetriesExhausted,
+    RunFailed,
     ScriptExhausted,
     StreamInterrupted,
     ToolDefinitionError,
@@ -89,6 +91,7 @@ from agentrt.models import (
     UsageChunk,
 )
 from agentrt.models.local import LocalModel
+from agentrt.result import AgentRun, RunResult
 
 # Sessions: conversations kept across runs, in memory or in SQLite.
 from agentrt.sessions.sqlite import SqliteSessionStore
@@ -112,6 +115,7 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "Agent",
+    "AgentRun",
     "AgentSettings",
     "AgentrtError",
     "AskEvent",
@@ -133,9 +137,10 @@ __all__ = [
     "NarrowedTool",
     "NativeToolCall",
     "NodeSkippedEvent",
-    "OutputDeltaEvent",
     "OpenAIModel",
     "OpenAISettings",
+    "OutputDeltaEvent",
+    "OutputInvalid",
     "PipelineStep",
     "PlanAdaptedEvent",
     "PlanCreatedEvent",
@@ -148,6 +153,7 @@ __all__ = [
     "RequestRejected",
     "RequirementsEvent",
     "RetriesExhausted",
+    "RunFailed",
     "RunFinishedEvent",
     "RunResult",
     "RunStartedEvent",

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import math
 import secrets
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic
 
 import anyio
+from pydantic import JsonValue, ValidationError
+from typing_extensions import TypeVar
 
 from agentrt.catalog.builtins import BUILTINS
 from agentrt.catalog.index import ToolIndex, narrow
@@ -36,35 +39,33 @@ from agentrt.events import (
     RunStatus,
     StrategySelectedEvent,
     Timings,
+    TurnStartedEvent,
 )
 from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
+from agentrt.output import OutputSpec, structured_output
+from agentrt.parsing.answers import JSONProblem
 from agentrt.planning import PlannerInput, PlannerResult, Progress, run_planner
+from agentrt.result import AgentRun, RunResult
 from agentrt.run import RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
 from agentrt.sessions.store import Scope, Session, SessionStore
 from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy, VmStrategy
-from agentrt.tool import ToolRunner, ToolStorage, run_tool
+from agentrt.tool import Tool, ToolRunner, ToolStorage, run_tool
 from agentrt.trajectory.format import Trajectory, TrajectoryHeader
 from agentrt.trajectory.writer import TrajectoryWriter, trajectory_path
 from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
 
-__all__ = ["Agent", "RunResult"]
+__all__ = ["Agent"]
 
+DepsT = TypeVar("DepsT", default=None)
+OutputT = TypeVar("OutputT", default=str)
 
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """What `Agent.run_to_completion` returns."""
-
-    answer: str | None
-    status: RunStatus
-    trajectory: Trajectory
-    path: Path | None
-    """The trajectory file, when trajectories are recorded."""
+_NO_DEPS = type(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,34 +75,81 @@ class _Request:
     strategy: str | None
     """Forced, or None to classify."""
     scope: Scope | None
+    history: list[Message] | None
+    """Given by the caller (`message_history`), or None for the session's."""
+    deps: Any
 
 
-class Agent:
-    """An agent over a workspace and a model.
+@dataclass(slots=True)
+class _Outcome:
+    """How a run is ending, gathered as it goes: `run_finished` and the result tell it."""
 
-    :param workspace: a workspace folder or a loaded `Workspace`; None takes the default one
+    status: RunStatus = "cancelled"
+    answer: str | None = None
+    error: str | None = None
+    output: Any = None
+    """The typed output (or the answer, for `str`)."""
+    dumped: JsonValue = None
+    """A typed output as JSON, for `run_finished`; None for `str`."""
+    history: list[Message] = field(default_factory=list)
+    new: list[Message] = field(default_factory=list)
+    """This run's messages: the question, tool calls and results, the answer."""
+
+
+class Agent(Generic[DepsT, OutputT]):
+    """An agent: a model, tools, and what to do with a query.
+
+    Code first, `Agent(model, tools=[fn, ...], instructions="...")` runs one `react` strategy
+    over the tools, held in memory. A workspace folder (`workspace=`) brings strategies, a
+    classifier choosing among them, tool retrieval and the other planners; tools given in code
+    join its own.
+
     :param model: the model every step of a run calls
+    :param workspace: a workspace folder or a loaded `Workspace`; None for none (code first)
+    :param tools: functions (made tools with `Tool(fn)`) and `Tool`s
+    :param instructions: the system instructions of a code-first agent: a jinja2 template,
+        which may use `tools` (a workspace's strategies carry their own)
+    :param output_type: what a run's answer must be: `str`, or any type pydantic validates
+        (a model, a dataclass, a TypedDict, a primitive, a union); see `agentrt.output`
+    :param deps_type: the type of what runs give their tools (`run(..., deps=...)`), which
+        tools read as `ctx.deps` (`ctx: ToolContext[D]`)
+    :param output_retries: how often an invalid final answer goes back to the model
     :param settings: timeouts, limits, where trajectories go
     :param tool_runner: what invokes the tools the model calls; the default runs them, a
         replay passes one that answers from a recording
+    :raises UserError: a tool or output type that cannot be described to a model, two tools of
+        one name, a tool whose `ToolContext[D]` does not fit `deps_type`
     """
 
     def __init__(
         self,
-        workspace: str | Path | Workspace | None = None,
-        *,
         model: Model,
+        *,
+        workspace: str | Path | Workspace | None = None,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        instructions: str | None = None,
+        output_type: type[OutputT] = str,  # type: ignore[assignment]
+        deps_type: type[DepsT] = _NO_DEPS,  # type: ignore[assignment]
+        output_retries: int = 1,
         settings: AgentSettings | None = None,
         tool_runner: ToolRunner = run_tool,
     ) -> None:
-        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.model = model
         self.settings = settings or AgentSettings()
         self.tool_runner = tool_runner
-        if self.settings.default_strategy not in self.workspace.strategies:
+        self.workspace = _workspace(workspace, [_as_tool(t) for t in tools], instructions)
+        self.output = OutputSpec(output_type)
+        """The output type, checked: its validator and JSON schema."""
+        self.output_retries = output_retries
+        self.deps_type = deps_type
+        # Deps are for running tools: a replay answering calls from a recording needs none.
+        needing = _tools_needing_deps(self.workspace, deps_type)
+        self._needs_deps = needing if tool_runner is run_tool else []
+        strategies = self.workspace.strategies
+        if len(strategies) > 1 and self.settings.default_strategy not in strategies:
             msg = (
                 f"default_strategy {self.settings.default_strategy!r} is not a strategy of "
-                f"{self.workspace.root} (it has: {', '.join(self.workspace.strategies)})"
+                f"{self.workspace.root} (it has: {', '.join(strategies)})"
             )
             raise UserError(msg)
         self.sessions = (
@@ -119,45 +167,31 @@ class Agent:
         self,
         query: str,
         *,
+        deps: DepsT = None,  # type: ignore[assignment]
+        message_history: Sequence[Message] | None = None,
         session_id: str | None = None,
         strategy: str | None = None,
         scope: Sequence[str] | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        """Run the agent on `query`: an async generator of every event, the last `run_finished`.
+    ) -> AgentRun[OutputT]:
+        """Run the agent on `query`: `await` it for the `RunResult`, or iterate it for every
+        event, the last `run_finished` (see `AgentRun`).
 
-        Stop early with `aclose()` (or `contextlib.aclosing`): the run is cancelled, its tools
-        too, and its trajectory still ends with `run_finished`.
-
-        :param session_id: runs of one session see the session's earlier questions and answers,
-            and the tools its earlier runs created
+        :param deps: what the run's tools get as `ctx.deps` (of the agent's `deps_type`)
+        :param message_history: the conversation so far (an earlier result's `messages`)
+        :param session_id: runs of one session see the session's earlier conversation, and
+            the tools its earlier runs created (instead of `message_history`)
         :param strategy: skip classification and use this strategy
         :param scope: restrict retrieval to these contexts (`"context"`) or items
             (`"context/item"`); tools receive it, and the model is told
-        :raises UserError: the query is empty, the strategy unknown or the scope malformed
-            (before anything runs)
+        :raises UserError: the query is empty, the strategy unknown, the scope malformed, the
+            deps missing or of the wrong type (before anything runs)
         """
-        request = self._request(query, session_id, strategy, scope)
-        return self._events(self._new_run(request), request)
-
-    async def run_to_completion(
-        self,
-        query: str,
-        *,
-        session_id: str | None = None,
-        strategy: str | None = None,
-        scope: Sequence[str] | None = None,
-    ) -> RunResult:
-        """Run the agent on `query` and return the answer with the whole trajectory."""
-        request = self._request(query, session_id, strategy, scope)
+        request = self._request(query, session_id, strategy, scope, message_history, deps)
         ctx = self._new_run(request)
-        events = [e async for e in self._events(ctx, request)]
-        end = events[-1]
-        assert isinstance(end, RunFinishedEvent)
-        return RunResult(
-            answer=end.answer,
-            status=end.status,
-            trajectory=Trajectory(header=ctx.header, events=events),
-            path=ctx.writer.path if ctx.writer is not None else None,
+        outcome = _Outcome()
+        return AgentRun(
+            self._events(ctx, request, outcome),
+            functools.partial(self._result, ctx, outcome),
         )
 
     async def prepare(self) -> None:
@@ -175,6 +209,8 @@ class Agent:
         session_id: str | None,
         strategy: str | None,
         scope: Sequence[str] | None,
+        history: Sequence[Message] | None,
+        deps: Any,
     ) -> _Request:
         if not query.strip():
             msg = "the query is empty"
@@ -182,11 +218,45 @@ class Agent:
         if strategy is not None and strategy not in self.workspace.strategies:
             msg = f"no strategy {strategy!r} (known: {', '.join(self.workspace.strategies)})"
             raise UserError(msg)
+        if history is not None and session_id is not None:
+            msg = "give message_history or session_id, not both: a session keeps its own"
+            raise UserError(msg)
+        self._check_deps(deps)
         try:
             parsed = Scope.parse(scope) if scope is not None else None
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        return _Request(query, session_id, strategy, parsed)
+        listed = list(history) if history is not None else None
+        return _Request(query, session_id, strategy, parsed, listed, deps)
+
+    def _check_deps(self, deps: Any) -> None:
+        if deps is None and self._needs_deps:
+            msg = (
+                f"tool {self._needs_deps[0]!r} needs deps (its ToolContext[...] says so), and "
+                "the run was given none: run(query, deps=...)"
+            )
+            raise UserError(msg)
+        checkable = isinstance(self.deps_type, type) and self.deps_type is not _NO_DEPS
+        if deps is not None and checkable and not isinstance(deps, self.deps_type):
+            msg = (
+                f"deps is a {type(deps).__name__}, not the agent's deps_type "
+                f"{self.deps_type.__name__}"
+            )
+            raise UserError(msg)
+
+    def _result(self, ctx: RunContext, outcome: _Outcome, events: list[Event]) -> RunResult[Any]:
+        end = events[-1]
+        assert isinstance(end, RunFinishedEvent)
+        return RunResult(
+            status=end.status,
+            answer=end.answer,
+            error=end.error,
+            messages=[*outcome.history, *outcome.new],
+            usage=end.usage,
+            trajectory=Trajectory(header=ctx.header, events=events),
+            path=ctx.writer.path if ctx.writer is not None else None,
+            _output=outcome.output,
+        )
 
     def _new_run(self, request: _Request) -> RunContext:
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
@@ -215,15 +285,19 @@ class Agent:
             timeout=self.settings.tool_timeout,
             max_concurrency=self.settings.max_concurrency,
             max_observation_chars=self.settings.max_observation_chars,
-            storage=ToolStorage(artifacts, output_dir),
+            storage=ToolStorage(artifacts, output_dir, request.deps),
             runner=self.tool_runner,
         )
 
-    async def _events(self, ctx: RunContext, request: _Request) -> AsyncGenerator[Event, None]:
+    async def _events(
+        self, ctx: RunContext, request: _Request, outcome: _Outcome
+    ) -> AsyncGenerator[Event, None]:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         cancel = anyio.CancelScope()
         ctx.attach(send)
-        producer = asyncio.get_running_loop().create_task(self._produce(ctx, cancel, request))
+        producer = asyncio.get_running_loop().create_task(
+            self._produce(ctx, cancel, request, outcome)
+        )
         try:
             with receive:
                 while True:
@@ -245,57 +319,95 @@ class Agent:
             if not producer.cancelled() and producer.exception() is not None:
                 ctx.log.error("run failed after finishing", exc_info=producer.exception())
 
-    async def _produce(self, ctx: RunContext, cancel: anyio.CancelScope, request: _Request) -> None:
-        status: RunStatus = "cancelled"
-        answer: str | None = None
-        error: str | None = None
+    async def _produce(
+        self, ctx: RunContext, cancel: anyio.CancelScope, request: _Request, outcome: _Outcome
+    ) -> None:
         progress = Progress()
         session = self.sessions.get(request.session_id) if request.session_id else None
+        outcome.history = (
+            request.history
+            if request.history is not None
+            else list(session.messages)
+            if session is not None
+            else []
+        )
         try:
             with cancel:
                 try:
-                    ctx.emit(
-                        RunStartedEvent,
-                        started_at=ctx.header.created,
-                        query=request.query,
-                        session_id=request.session_id,
-                        model=self.model.name,
-                    )
-                    strategy, suggested = await self._choose_strategy(
-                        ctx, request.query, request.strategy
-                    )
-                    result = await self._plan(ctx, strategy, request, session, suggested, progress)
-                    status, answer, error = result.status, result.answer, result.error
+                    await self._produce_answer(ctx, request, session, progress, outcome)
                 except Exception as exc:
-                    status, error = "error", f"{type(exc).__name__}: {exc}"
+                    outcome.status, outcome.error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, AgentrtError):  # ours explain themselves; log bugs
                         ctx.log.exception("run failed")
         finally:
-            if status == "cancelled":
-                error = "the run was cancelled"
-            ctx.emit(
-                RunFinishedEvent,
-                status=status,
-                answer=answer,
-                error=error,
-                steps=progress.steps,
-                usage=ctx.usage,
-                timings=Timings(
-                    total=round(ctx.elapsed(), 6),
-                    model=round(ctx.model_time, 6),
-                    tools=round(ctx.tool_time, 6),
-                ),
-            )
-            ctx.close()
+            if outcome.status == "cancelled":
+                outcome.error = "the run was cancelled"
+            try:
+                ctx.emit(
+                    RunFinishedEvent,
+                    status=outcome.status,
+                    answer=outcome.answer,
+                    output=outcome.dumped,
+                    error=outcome.error,
+                    steps=progress.steps,
+                    usage=ctx.usage,
+                    timings=Timings(
+                        total=round(ctx.elapsed(), 6),
+                        model=round(ctx.model_time, 6),
+                        tools=round(ctx.tool_time, 6),
+                    ),
+                )
+            finally:
+                ctx.close()  # a reader must never wait forever
         if session is not None:
             # A question asked (`needs_input`) joins the history too: the reply is the
             # session's next query, read against it.
-            if status in ("ok", "needs_input") and answer is not None:
-                session.messages += [
-                    Message(role="user", content=request.query),
-                    Message(role="assistant", content=answer),
-                ]
+            if outcome.status in ("ok", "needs_input") and outcome.answer is not None:
+                session.messages += outcome.new
             self.sessions.put(session)
+
+    async def _produce_answer(
+        self,
+        ctx: RunContext,
+        request: _Request,
+        session: Session | None,
+        progress: Progress,
+        outcome: _Outcome,
+    ) -> None:
+        """Classify, plan and answer; then make the answer the output type."""
+        ctx.emit(
+            RunStartedEvent,
+            started_at=ctx.header.created,
+            query=request.query,
+            session_id=request.session_id,
+            model=self.model.name,
+        )
+        strategy, suggested = await self._choose_strategy(ctx, request.query, request.strategy)
+        history = fit_history(outcome.history, self.settings.history_tokens)
+        result = await self._plan(ctx, strategy, request, session, history, suggested, progress)
+        outcome.status, outcome.answer, outcome.error = result.status, result.answer, result.error
+        outcome.new = _conversation(request.query, result)
+        outcome.output = outcome.answer
+        if outcome.status != "ok" or self.output.is_text or outcome.answer is None:
+            return
+        try:
+            value = self.output.parse(outcome.answer)
+        except (JSONProblem, ValidationError):
+            progress.steps += 1
+            ctx.emit(TurnStartedEvent, step=progress.steps)
+            value = await structured_output(
+                ctx,
+                self.output,
+                [*history, *outcome.new],
+                step=progress.steps,
+                retries=self.output_retries,
+            )
+        outcome.output, outcome.dumped = value, self.output.dump(value)
+        dumped = outcome.dumped
+        outcome.answer = (
+            dumped if isinstance(dumped, str) else json.dumps(dumped, ensure_ascii=False)
+        )
+        outcome.new[-1] = Message(role="assistant", content=outcome.answer)
 
     async def _choose_strategy(
         self, ctx: RunContext, query: str, forced: str | None
@@ -305,6 +417,10 @@ class Agent:
         if forced is not None:
             ctx.emit(ClassifiedEvent, query_type=forced, method="forced")
             return strategies[forced], []
+        if len(strategies) == 1:  # nothing to choose: no model call
+            (only,) = strategies.values()
+            ctx.emit(ClassifiedEvent, query_type=only.name, method="only")
+            return only, []
         c = await classify(ctx, self.workspace, query)
         if isinstance(c, Unclassified):
             fallback = self.settings.default_strategy
@@ -326,6 +442,7 @@ class Agent:
         strategy: Strategy,
         request: _Request,
         session: Session | None,
+        history: list[Message],
         suggested: list[str],
         progress: Progress,
     ) -> PlannerResult:
@@ -360,11 +477,7 @@ class Agent:
             prompt=functools.partial(self._prompt, strategy),
             notes=notes,
             query=request.query,
-            history=(
-                fit_history(session.messages, self.settings.history_tokens)
-                if session is not None
-                else []
-            ),
+            history=history,
             step_budget=strategy.step_budget,
             settings=self.settings,
             progress=progress,
@@ -376,7 +489,10 @@ class Agent:
         template = (
             [n for n in self.workspace.tools if n not in BUILTINS]
             if strategy.tools == "all"
-            else strategy.tools
+            else [
+                *strategy.tools,
+                *(n for n in self.workspace.code_tools if n not in strategy.tools),
+            ]
         )
         if isinstance(strategy, PipelineStrategy):
             # The pipeline narrows per requirement itself; the run offers its template.
@@ -444,7 +560,68 @@ class Agent:
             query=query,
             session_id=session_id,
             model=self.model.name,
-            workspace=str(self.workspace.root),
+            workspace=str(self.workspace.root) if self.workspace.root is not None else None,
             workspace_fingerprint=self.workspace.fingerprint,
             settings=self._settings_json,
+            deps_type=None if self.deps_type is _NO_DEPS else _type_name(self.deps_type),
+            output_type=None if self.output.is_text else self.output.name,
         )
+
+
+def _type_name(t: Any) -> str:
+    return f"{t.__module__}.{t.__qualname__}" if isinstance(t, type) else repr(t)
+
+
+def _as_tool(t: Tool | Callable[..., Any]) -> Tool:
+    return t if isinstance(t, Tool) else Tool(t)
+
+
+def _workspace(
+    workspace: str | Path | Workspace | None, tools: list[Tool], instructions: str | None
+) -> Workspace:
+    """The agent's workspace: in memory (code first), or a folder with `tools` added."""
+    if workspace is None:
+        return Workspace.from_code(tools, instructions)
+    if instructions is not None:
+        msg = (
+            "instructions= is for an agent without a workspace: a workspace's strategies "
+            "carry their own (`instructions:` in each strategy file)"
+        )
+        raise UserError(msg)
+    if isinstance(workspace, Workspace):
+        return workspace.with_tools(tools) if tools else workspace
+    return Workspace(workspace, tools=tools)
+
+
+def _tools_needing_deps(workspace: Workspace, deps_type: Any) -> list[str]:
+    """The tools that read `ctx.deps`, after checking each wants what `deps_type` gives.
+
+    :raises UserError: a tool's `ToolContext[D]` names a `D` that `deps_type` is not
+    """
+    needing = []
+    for tool in workspace.tools.values():
+        wanted = tool.deps_type
+        if wanted is None:
+            continue
+        needing.append(tool.name)
+        comparable = isinstance(wanted, type) and isinstance(deps_type, type)
+        if comparable and not issubclass(deps_type, wanted):
+            msg = (
+                f"tool {tool.name!r} reads deps of type {wanted.__name__} (its "
+                f"ToolContext[{wanted.__name__}]), but the agent's deps_type is "
+                f"{deps_type.__name__}"
+            )
+            raise UserError(msg)
+    return needing
+
+
+def _conversation(query: str, result: PlannerResult) -> list[Message]:
+    """This run's messages: the planner's conversation from the question on (or just the
+    question), ending with the answer as an assistant message."""
+    messages = list(result.messages) if result.messages else [Message(role="user", content=query)]
+    last = messages[-1]
+    if result.answer is not None and not (
+        last.role == "assistant" and last.content == result.answer
+    ):
+        messages.append(Message(role="assistant", content=result.answer))
+    return messages

@@ -150,7 +150,7 @@ def run(
     configure_logging()
     try:
         agent = Agent(
-            workspace,
+            workspace=workspace or default_workspace_path(),
             model=_load_model(model),
             settings=AgentSettings(
                 trajectory_dir=trajectories if record else None,
@@ -656,7 +656,9 @@ def serve(
     with _usage_errors():
         check_exposure(host, tokens)
         agent = Agent(
-            workspace, model=_load_model(model), settings=AgentSettings(trajectory_dir=trajectories)
+            workspace=workspace or default_workspace_path(),
+            model=_load_model(model),
+            settings=AgentSettings(trajectory_dir=trajectories),
         )
         limits = ServerSettings(
             tokens=tokens,

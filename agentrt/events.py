@@ -179,13 +179,16 @@ class TextDeltaEvent(EventBase):
 
 
 class OutputDeltaEvent(EventBase):
-    """The typed output as far as it has streamed: partially parsed, validated as far as it
-    goes (fields not yet written are absent). Only runs with an `output_type` other than
-    `str` send it."""
+    """The typed output as far as it has streamed, parsed (a string still being written is
+    cut where it stands; fields not yet written are absent). Only runs with an `output_type`
+    other than `str` send it."""
 
     type: Literal["output_delta"] = "output_delta"
     step: int
     output: JsonValue
+    valid: bool
+    """Whether this much is valid so far (pydantic's partial validation: what is there fits
+    the type, and the type lets what is missing come later)."""
 
 
 class ModelResponseEvent(EventBase):

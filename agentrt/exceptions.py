@@ -14,6 +14,9 @@
     ├── PlanFailed ────────── a planner could not carry its plan out; the run ends `error`
     │   ├── ProgramFailed ─── a `vm` program's step could not complete
     │   └── PipelineFailed ── no `pipeline` plan covers the question, or it could not run
+    ├── OutputInvalid ─────── the final answer is not of the `output_type`, after every retry;
+    │                         the run ends `error`
+    ├── RunFailed ─────────── `RunResult.output` of a run that did not end `ok`
     └── ToolError ─────────── raised by a tool: its message goes to the model verbatim
         ├── ShellError ────── a virtual shell command failed (agentrt.knowledge.vfs)
         ├── QueryRefused ──── a SQL statement was not run: `reason` says why (agentrt.sql.guard)
@@ -34,6 +37,7 @@ from __future__ import annotations
 __all__ = [
     "AgentrtError",
     "ModelError",
+    "OutputInvalid",
     "PipelineFailed",
     "PlanFailed",
     "ProgramFailed",
@@ -41,6 +45,7 @@ __all__ = [
     "QueryTimeout",
     "RequestRejected",
     "RetriesExhausted",
+    "RunFailed",
     "ScriptExhausted",
     "ShellError",
     "StreamInterrupted",
@@ -58,6 +63,14 @@ class AgentrtError(Exception):
 
 class UserError(AgentrtError):
     """A usage mistake by the application developer: the message says what to change."""
+
+
+class OutputInvalid(AgentrtError):
+    """The model's final answer did not validate as the output type, after every retry."""
+
+
+class RunFailed(AgentrtError):
+    """A run's typed output was asked for, but the run did not end `ok`."""
 
 
 class WorkspaceError(UserError):

@@ -374,6 +374,7 @@ class Executor:
             complete=functools.partial(self.ctx.complete, step=call.step),
             artifacts=self.storage.artifacts,
             output_dir=self.storage.output_dir,
+            deps=self.storage.deps,
         )
 
     def _observation(self, output: JsonValue) -> str:

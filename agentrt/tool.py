@@ -4,7 +4,9 @@
 model of the arguments; its JSON schema is what the model sees, and every call is validated
 against it before the function runs. Sync functions run in a worker thread, async ones are
 awaited. A parameter annotated `ToolContext` is not for the model: the executor fills it with
-what the tool may know of the run calling it.
+what the tool may know of the run calling it; `ToolContext[D]` also carries the run's
+dependencies (`ctx.deps`, of type `D`: a database connection, an HTTP client, the user), given
+to `Agent.run(..., deps=...)`.
 
 The executor does not call tool functions itself: it hands each call to a `ToolRunner`, by
 default `run_tool`. That is the seam a replay uses to answer calls from a recording instead.
@@ -19,10 +21,11 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Generic, get_args, get_origin, overload
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from typing_extensions import TypeVar
 
 from agentrt.exceptions import ToolDefinitionError, ToolError
 from agentrt.models.base import ModelRequest, ToolDefinition
@@ -30,21 +33,27 @@ from agentrt.sessions.store import Scope, SessionTool
 
 __all__ = ["Tool", "ToolContext", "ToolRunner", "ToolStorage", "run_tool", "tool"]
 
+DepsT = TypeVar("DepsT", default=Any)
+
 
 @dataclass(frozen=True, slots=True)
 class ToolStorage:
-    """What a run's tools keep: the agent builds one per run, from the run's session."""
+    """What a run's tools keep, and what they are given: the agent builds one per run, from
+    the run's session and its `deps`."""
 
     artifacts: dict[str, Any]
     """What tools keep between calls (data frames, …), by name: the run's, or its session's
     (a session's runs share one)."""
     output_dir: Path
     """Where tools write files (charts, tables); made when first written to."""
+    deps: Any = None
+    """The run's dependencies (`Agent.run(..., deps=...)`), handed to tools as `ctx.deps`."""
 
 
 @dataclass(frozen=True, slots=True)
-class ToolContext:
-    """What a tool may know of the run calling it. Declare a parameter of this type to get it."""
+class ToolContext(Generic[DepsT]):
+    """What a tool may know of the run calling it. Declare a parameter of this type to get it:
+    `ctx: ToolContext[Database]` types `ctx.deps` as a `Database`."""
 
     run_id: str
     session_id: str | None
@@ -62,6 +71,8 @@ class ToolContext:
     """What tools keep between calls (data frames, …), by name: the run's, or its session's."""
     output_dir: Path
     """Where to write files (charts, tables): beside the run's trajectory. Make it first."""
+    deps: DepsT
+    """What the run was given as `deps` (None when it was given none)."""
 
 
 ToolRunner = Callable[["Tool", dict[str, Any], ToolContext], Awaitable[Any]]
@@ -163,12 +174,9 @@ class Tool:
             (with `context_param`, the parameter that receives the `ToolContext`)
         :param max_hung_threads: hung sync calls (see `_HungThreads`) at which calls are refused
         """
-        import docstring_parser
-
+        summary, docs = _read_docstring(fn)
         self.fn = fn
         self.name = name or fn.__name__
-        doc = docstring_parser.parse(inspect.getdoc(fn) or "")
-        summary = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
         self.description = description or summary
         self.timeout = timeout
         self.ends_run = ends_run
@@ -177,19 +185,17 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(fn)
         self.max_hung_threads, self.hung = max_hung_threads, _HungThreads()  # process-wide
         if args_model is None:
-            docs = {p.arg_name: p.description for p in doc.params}
             args_model, context_param = _args_model(self.name, fn, docs)
         self.args_model = args_model
         self.context_param = context_param
         """The parameter that receives the `ToolContext`, if the function takes one."""
+        self.deps_type = _deps_type(fn, context_param)
+        """`D` of the function's `ToolContext[D]`: the tool needs a run given such deps. None
+        when it needs none (no context, a bare `ToolContext`, or `ToolContext[None]`)."""
         self.split = split
         self.text_param = _text_param(self.args_model)
         self._check()
-        self.definition = ToolDefinition(
-            name=self.name,
-            description=self.description,
-            parameters=self.args_model.model_json_schema(),
-        )
+        self.definition = self._definition()
         digest = hashlib.sha256(self.definition.model_dump_json().encode())
         self.schema_hash = digest.hexdigest()[:16]
 
@@ -216,6 +222,14 @@ class Tool:
         if self.ends_run and "answer" not in self.args_model.model_fields:
             msg = f"tool {self.name!r} ends the run, so it needs an `answer` parameter"
             raise ToolDefinitionError(msg)
+
+    def _definition(self) -> ToolDefinition:
+        try:
+            parameters = self.args_model.model_json_schema()
+        except Exception as exc:  # pydantic's errors for types with no JSON schema vary
+            msg = f"tool {self.name!r}: its parameters cannot be made into a JSON schema: {exc}"
+            raise ToolDefinitionError(msg) from exc
+        return ToolDefinition(name=self.name, description=self.description, parameters=parameters)
 
     def bind(self, name: str, description: str, arguments: Mapping[str, Any]) -> Tool:
         """A new tool that calls this one with `arguments` fixed; the model gives the rest.
@@ -245,7 +259,7 @@ class Tool:
         def call_sync(**kwargs: Any) -> Any:
             return base(**merged(kwargs))
 
-        return Tool(
+        bound = Tool(
             call_async if self.is_async else call_sync,
             name=name,
             description=description,
@@ -254,6 +268,8 @@ class Tool:
             args_model=reduced,
             context_param=context,
         )
+        bound.deps_type = self.deps_type
+        return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (tools stay usable as functions)."""
@@ -266,8 +282,8 @@ def _args_model(
     """The argument model of `fn`, and the parameter that takes the `ToolContext` (if any)."""
     fields: dict[str, Any] = {}
     context_param = None
-    for param in inspect.signature(fn, eval_str=True).parameters.values():
-        if param.annotation is ToolContext:
+    for param in _signature(name, fn).parameters.values():
+        if _is_context(param.annotation):
             context_param = param.name
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -284,6 +300,41 @@ def _args_model(
         msg = f"tool {name!r}: its parameters cannot be made into a schema: {exc}"
         raise ToolDefinitionError(msg) from exc
     return model, context_param
+
+
+def _read_docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str | None]]:
+    """The function's description (summary and long description), and its parameters'."""
+    import docstring_parser
+
+    if not callable(fn):
+        msg = f"{fn!r} is not a function, so it cannot be a tool"
+        raise ToolDefinitionError(msg)
+    doc = docstring_parser.parse(inspect.getdoc(fn) or "")
+    summary = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
+    return summary, {p.arg_name: p.description for p in doc.params}
+
+
+def _signature(name: str, fn: Callable[..., Any]) -> inspect.Signature:
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except NameError as exc:  # an annotation naming what the function's module lacks
+        msg = f"tool {name!r}: an annotation cannot be resolved: {exc}"
+        raise ToolDefinitionError(msg) from exc
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is ToolContext or get_origin(annotation) is ToolContext
+
+
+def _deps_type(fn: Callable[..., Any], context_param: str | None) -> Any | None:
+    """What the function's `ToolContext[D]` parameter says `D` is (None: it needs none)."""
+    if context_param is None:
+        return None
+    param = inspect.signature(fn, eval_str=True).parameters.get(context_param)
+    args = get_args(param.annotation) if param is not None else ()
+    if not args or args[0] in (None, type(None), Any):
+        return None
+    return args[0]
 
 
 def _text_param(model: type[BaseModel]) -> str | None:

@@ -18,17 +18,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrt.catalog.metadata import load_registry
+from agentrt.catalog.metadata import CapabilityMap, Registry, derive_metadata, load_registry
 from agentrt.catalog.packs import ToolCatalog, load_tool_packs
 from agentrt.contexts import KnowledgeConfig, load_knowledge_config
-from agentrt.exceptions import WorkspaceError
+from agentrt.exceptions import UserError, WorkspaceError
 from agentrt.strategy import (
     PipelineStrategy,
     PipelineVocabulary,
+    ReactStrategy,
     Strategy,
     Template,
     VmStrategy,
@@ -36,6 +38,7 @@ from agentrt.strategy import (
     load_templates,
     load_vocabulary,
 )
+from agentrt.tool import Tool
 
 if TYPE_CHECKING:
     import jinja2
@@ -43,6 +46,12 @@ if TYPE_CHECKING:
 __all__ = ["Workspace", "default_workspace_path"]
 
 _PACKAGE = Path(__file__).resolve().parent
+
+_CODE_INSTRUCTIONS = "<instructions>"
+"""The template name of instructions given in code (`Workspace.from_code`)."""
+
+_NO_CAPABILITIES = CapabilityMap(version=1, capabilities={}, core=[], requirements={})
+"""A workspace held in memory declares no capabilities: its tools are offered, not planned."""
 
 
 def default_workspace_path() -> Path:
@@ -54,61 +63,140 @@ def default_workspace_path() -> Path:
 class Workspace:
     """Loads and checks a workspace folder. Errors name the file and the field at fault."""
 
-    def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root).resolve() if root is not None else default_workspace_path()
-        if not self.root.is_dir():
-            msg = f"workspace {self.root} is not a folder"
+    def __init__(self, root: str | Path | None = None, *, tools: Iterable[Tool] = ()) -> None:
+        """
+        :param root: the workspace folder; None takes the default workspace
+        :param tools: tools given in code, beside the folder's tool packs: every strategy
+            offers them, their metadata derived from their signatures and docstrings
+        """
+        root = Path(root).resolve() if root is not None else default_workspace_path()
+        if not root.is_dir():
+            msg = f"workspace {root} is not a folder"
             raise WorkspaceError(msg)
-        strategies_dir = self.root / "strategies"
+        strategies_dir = root / "strategies"
         if not strategies_dir.is_dir():
-            msg = f"workspace {self.root} has no strategies/ folder"
+            msg = f"workspace {root} has no strategies/ folder"
             raise WorkspaceError(msg)
-        self.strategies: dict[str, Strategy] = load_strategies(strategies_dir)
-        templates_dir = strategies_dir / "templates"
-        self.templates: dict[str, Template] = (
-            load_templates(templates_dir) if templates_dir.is_dir() else {}
-        )
-        if not self.strategies:
+        strategies = load_strategies(strategies_dir)
+        if not strategies:
             msg = f"{strategies_dir}: no strategy files (*.yaml)"
             raise WorkspaceError(msg)
-        tools_dir = self.root / "tools"
-        self.tools = ToolCatalog(load_tool_packs(tools_dir) if tools_dir.is_dir() else ())
-        self.registry = load_registry(self.root / "registry", self.tools)
-        vocabulary = self.root / "registry" / "pipeline.yaml"
-        self.pipeline: PipelineVocabulary | None = (
-            load_vocabulary(vocabulary) if vocabulary.is_file() else None
+        templates_dir = strategies_dir / "templates"
+        tools_dir = root / "tools"
+        code_tools = list(tools)
+        catalog = ToolCatalog(
+            [*(load_tool_packs(tools_dir) if tools_dir.is_dir() else ()), *code_tools]
         )
+        vocabulary = root / "registry" / "pipeline.yaml"
+        self._assemble(
+            root,
+            strategies,
+            load_templates(templates_dir) if templates_dir.is_dir() else {},
+            catalog,
+            load_registry(root / "registry", catalog, derived=code_tools),
+            code_tools,
+            pipeline=load_vocabulary(vocabulary) if vocabulary.is_file() else None,
+        )
+
+    @classmethod
+    def from_code(cls, tools: Iterable[Tool] = (), instructions: str | None = None) -> Workspace:
+        """A workspace held in memory, no folder: `tools`, and one `react` strategy (`agent`)
+        offering them all, with `instructions` (a jinja2 template: it may use `tools`)."""
+        import jinja2
+
+        code_tools = list(tools)
+        catalog = ToolCatalog(code_tools)
+        loader = jinja2.DictLoader({_CODE_INSTRUCTIONS: instructions}) if instructions else None
+        strategy = ReactStrategy(
+            name="agent",
+            description="Every query.",
+            step_budget=10,
+            instructions=_CODE_INSTRUCTIONS if instructions else "agent.j2",
+        )
+        workspace = cls.__new__(cls)
+        workspace._assemble(
+            None,
+            {strategy.name: strategy},
+            {},
+            catalog,
+            Registry({t.name: derive_metadata(t) for t in code_tools}, _NO_CAPABILITIES),
+            code_tools,
+            loader=loader,
+        )
+        return workspace
+
+    def with_tools(self, tools: Iterable[Tool]) -> Workspace:
+        """This workspace folder loaded again with `tools` added to those given in code.
+
+        :raises UserError: the workspace is held in memory: give its tools to `from_code`
+        """
+        if self.root is None:
+            msg = "a workspace held in memory takes its tools in Workspace.from_code(tools=...)"
+            raise UserError(msg)
+        return Workspace(self.root, tools=[*(self.tools[n] for n in self.code_tools), *tools])
+
+    def _assemble(
+        self,
+        root: Path | None,
+        strategies: dict[str, Strategy],
+        templates: dict[str, Template],
+        tools: ToolCatalog,
+        registry: Registry,
+        code_tools: list[Tool],
+        *,
+        pipeline: PipelineVocabulary | None = None,
+        loader: jinja2.BaseLoader | None = None,
+    ) -> None:
+        """Keep the workspace's parts and check them against each other."""
+        import jinja2
+
+        self.root = root
+        """The workspace folder; None for one held in memory (`from_code`)."""
+        self.strategies = strategies
+        self.templates = templates
+        self.tools = tools
+        self.code_tools = [t.name for t in code_tools]
+        """The tools given in code: every strategy offers them."""
+        self.registry = registry
+        self.pipeline = pipeline
         """The `pipeline` planner's vocabulary, if the workspace has one."""
         for capability in self.registry.capabilities.core:
             if not self.registry.tools_with(capability):
                 msg = (
-                    f"{self.root / 'registry' / 'capabilities.yaml'}: core capability "
+                    f"{self._path('registry', 'capabilities.yaml')}: core capability "
                     f"{capability!r} is not provided by any tool of the workspace"
                 )
                 raise WorkspaceError(msg)
-        import jinja2
-
-        prompt_dirs = [self.root / "prompts", default_workspace_path() / "prompts"]
+        folders = [default_workspace_path() / "prompts"]
+        if root is not None:
+            folders.insert(0, root / "prompts")
+        loaders: list[jinja2.BaseLoader] = [
+            jinja2.FileSystemLoader([str(d) for d in folders if d.is_dir()])
+        ]
         self.prompts: jinja2.Environment = jinja2.Environment(
-            loader=jinja2.FileSystemLoader([str(d) for d in prompt_dirs if d.is_dir()]),
+            loader=jinja2.ChoiceLoader([loader, *loaders] if loader else loaders),
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=True,
             autoescape=False,  # prompts are plain text for a model, not HTML
         )
         # jinja2's own `tojson` escapes <, > and & for HTML; a model should see plain JSON.
         self.prompts.filters["json"] = functools.partial(json.dumps, ensure_ascii=False)
-        self.knowledge: KnowledgeConfig | None = load_knowledge_config(self.root)
+        self.knowledge: KnowledgeConfig | None = load_knowledge_config(root) if root else None
         """The contexts (knowledge bases) the workspace declares in `contexts.yaml`, if any."""
         # Every prompt may list them: the classifier suggests among them, instructions name them.
         self.prompts.globals["contexts"] = self.knowledge.contexts if self.knowledge else []
         self._check_strategies()
         self._check_templates()
 
+    def _path(self, *parts: str) -> str:
+        """Where a part of the workspace is, for an error message."""
+        return str(Path(self.root, *parts)) if self.root is not None else "/".join(parts)
+
     def _check_strategies(self) -> None:
         import jinja2
 
         for s in self.strategies.values():
-            path = self.root / "strategies" / f"{s.name}.yaml"
+            path = self._path("strategies", f"{s.name}.yaml")
             safety = [] if isinstance(s, PipelineStrategy) else s.safety
             builtins = s.vm.builtins if isinstance(s, VmStrategy) else []
             for field, names in (
@@ -138,7 +226,7 @@ class Workspace:
 
     def _check_templates(self) -> None:
         for t in self.templates.values():
-            path = self.root / "strategies" / "templates" / f"{t.name}.yaml"
+            path = self._path("strategies", "templates", f"{t.name}.yaml")
             missing = [n for n in t.tools if n not in self.tools]
             if missing:
                 msg = f"{path}: field 'tools': no tool named {', '.join(map(repr, missing))}"
@@ -153,7 +241,7 @@ class Workspace:
         self._check_vocabulary()
         for s in self.strategies.values():
             if s.planner == "pipeline" and s.pipeline.fallback_template not in self.templates:
-                path = self.root / "strategies" / f"{s.name}.yaml"
+                path = self._path("strategies", f"{s.name}.yaml")
                 msg = (
                     f"{path}: field 'pipeline.fallback_template': no template "
                     f"{s.pipeline.fallback_template!r} in strategies/templates/"
@@ -161,7 +249,7 @@ class Workspace:
                 raise WorkspaceError(msg)
 
     def _check_vocabulary(self) -> None:
-        path = self.root / "registry" / "pipeline.yaml"
+        path = self._path("registry", "pipeline.yaml")
         if self.pipeline is None:
             users = [s.name for s in self.strategies.values() if s.planner == "pipeline"]
             if users:
@@ -187,6 +275,7 @@ class Workspace:
         h = hashlib.sha256()
         for s in self.strategies.values():
             h.update(s.model_dump_json().encode())
+            h.update(self.prompts.loader.get_source(self.prompts, s.instructions)[0].encode())  # type: ignore[union-attr]
         for t in self.tools.values():
             h.update(t.schema_hash.encode())
         h.update(self.registry.fingerprint.encode())

@@ -153,7 +153,7 @@ async def _endless(size: int, workspace: Workspace) -> list[dict[str, Any]]:
         agents = [
             (
                 Agent(
-                    workspace,
+                    workspace=workspace,
                     model=Endless(),
                     settings=AgentSettings(trajectory_dir=None, **limits),
                 ),
@@ -178,7 +178,9 @@ async def _side_effects(size: int, workspace: Workspace, seen: Any) -> dict[str,
     for _ in range(size):  # one at a time: the tool's count is the side effect observed
         before = seen.counter
         agent = Agent(
-            workspace, model=BreaksAfterCall(seen), settings=AgentSettings(trajectory_dir=None)
+            workspace=workspace,
+            model=BreaksAfterCall(seen),
+            settings=AgentSettings(trajectory_dir=None),
         )
         events = await _run(agent, "exploratory")
         failures += not (_one_finish(events) and seen.counter - before == 1)
@@ -194,7 +196,9 @@ async def _hung(size: int, workspace: Workspace, seen: Any) -> dict[str, Any]:
     for r in range(size * 4):  # runs at once, each with three hanging calls, then the answer
         model_turns = [t.replace("30", str(30 + 3 * r)) for t in turns] + ["gave up"]
         agent = Agent(
-            workspace, model=ScriptedModel(model_turns), settings=AgentSettings(trajectory_dir=None)
+            workspace=workspace,
+            model=ScriptedModel(model_turns),
+            settings=AgentSettings(trajectory_dir=None),
         )
         runs.append(_run(agent, "exploratory"))
     results = await asyncio.gather(*runs)

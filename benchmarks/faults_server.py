@@ -60,7 +60,7 @@ def _serving(settings: ServerSettings) -> Iterator[int]:
     """A server with `settings` on a free loopback port, until the block ends."""
     with tempfile.TemporaryDirectory() as tmp:
         agent = Agent(
-            WORKSPACE,
+            workspace=WORKSPACE,
             model=ScriptedModel([]),
             settings=AgentSettings(trajectory_dir=Path(tmp), default_strategy="bench"),
         )

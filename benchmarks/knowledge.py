@@ -330,12 +330,14 @@ async def run_agent(
     """Each question answered by an agent over the workspace at `root` (ingested), one run at
     a time, scored from its trajectory file in `trajectories`; `progress` gets a line before
     and after each run."""
-    agent = Agent(Workspace(root), model=model, settings=AgentSettings(trajectory_dir=trajectories))
+    agent = Agent(
+        workspace=Workspace(root), model=model, settings=AgentSettings(trajectory_dir=trajectories)
+    )
     runs = []
     for number, q in enumerate(questions, start=1):
         where = f"[{number}/{len(questions)}] {q.strategy}"
         progress(f"{where}: {q.question}")
-        result = await agent.run_to_completion(q.question, strategy=q.strategy)
+        result = await agent.run(q.question, strategy=q.strategy)
         assert result.path is not None  # trajectories are recorded
         run = score_run(q, Trajectory.read(result.path))
         notes = [

@@ -187,7 +187,7 @@ async def main(model_name: str, rounds: int) -> None:
         async with httpx.AsyncClient(timeout=120) as client, OpenAIModel(settings) as openai:
             recorder = Recorder(openai)
             agent = Agent(
-                WORKSPACE,
+                workspace=WORKSPACE,
                 model=recorder,
                 settings=AgentSettings(trajectory_dir=None, default_strategy="chat"),
             )

@@ -62,7 +62,7 @@ async def agentrt_wall(nodes: list[PlanNode]) -> float:
     plan = json.dumps({"plan": "", "nodes": [n.model_dump() for n in nodes]})
     done = json.dumps({"action": "finish", "answer": "done", "reason": "all ran"})
     agent = Agent(
-        WORKSPACE,
+        workspace=WORKSPACE,
         model=ScriptedModel([plan, done]),
         settings=AgentSettings(
             trajectory_dir=None, default_strategy="plan", max_concurrency=len(nodes)

@@ -82,7 +82,7 @@ def serve(fd: int, delay: float, runs: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         agent = Agent(
-            WORKSPACE,
+            workspace=WORKSPACE,
             model=StreamingModel(delay),
             settings=AgentSettings(trajectory_dir=Path(tmp), default_strategy="bench"),
         )

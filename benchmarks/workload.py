@@ -55,7 +55,7 @@ class BenchModel:
 
 def make_agent(trajectory_dir: Path | None, tools_per_turn: int = 4) -> Agent:
     return Agent(
-        WORKSPACE,
+        workspace=WORKSPACE,
         model=BenchModel(tools_per_turn),
         settings=AgentSettings(trajectory_dir=trajectory_dir, default_strategy="bench"),
     )

@@ -206,14 +206,14 @@ SAMPLES_TO_RECORD = [
 
 async def record(sample: Sample, scratch: Path) -> Path:
     agent = Agent(
-        Workspace(sample.workspace),
+        workspace=Workspace(sample.workspace),
         model=ScriptedModel(sample.answers),
         # A workspace need not have `exploratory` when the strategy is named.
         settings=AgentSettings(
             trajectory_dir=scratch, default_strategy=sample.strategy or "exploratory"
         ),
     )
-    result = await agent.run_to_completion(sample.query, strategy=sample.strategy)
+    result = await agent.run(sample.query, strategy=sample.strategy)
     assert result.path is not None
     target = SAMPLES / f"{sample.name}.jsonl"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ def make_agent(workspace: Workspace, tmp_path: Path) -> MakeAgent:
     def make(turns: Sequence[ScriptItem], *, token_delay: float = 0.0, **settings: Any) -> Agent:
         settings.setdefault("trajectory_dir", tmp_path / "trajectories")
         return Agent(
-            workspace,
+            workspace=workspace,
             model=ScriptedModel(turns, token_delay=token_delay),
             settings=AgentSettings(**settings),
         )

@@ -163,7 +163,7 @@ class TestApi:
     async def test_run_to_completion(self, make_agent: MakeAgent, tmp_path: Path) -> None:
         """run_to_completion returns the answer, the trajectory and where it was written."""
         agent = make_agent([classified("direct"), "Hello there."])
-        result = await agent.run_to_completion("Hi!")
+        result = await agent.run("Hi!")
         assert (result.answer, result.status) == ("Hello there.", "ok")
         assert result.trajectory.header.strategy == "direct"
         assert result.trajectory.header.tools.keys() == {"finish", "echo"}
@@ -185,8 +185,8 @@ class TestApi:
     async def test_session_history(self, make_agent: MakeAgent) -> None:
         """A run in a session sees the session's earlier questions and answers."""
         agent = make_agent(["Your name is Ada.", "You told me: Ada."])
-        await agent.run_to_completion("My name is Ada.", session_id="s1", strategy="direct")
-        await agent.run_to_completion("What is my name?", session_id="s1", strategy="direct")
+        await agent.run("My name is Ada.", session_id="s1", strategy="direct")
+        await agent.run("What is my name?", session_id="s1", strategy="direct")
         second = agent.model.requests[1]  # type: ignore[attr-defined]
         assert [(m.role, m.content) for m in second.messages[1:]] == [
             ("user", "My name is Ada."),
@@ -197,8 +197,8 @@ class TestApi:
     async def test_sessions_are_separate(self, make_agent: MakeAgent) -> None:
         """Another session does not see them."""
         agent = make_agent(["First.", "Second."])
-        await agent.run_to_completion("One", session_id="a", strategy="direct")
-        await agent.run_to_completion("Two", session_id="b", strategy="direct")
+        await agent.run("One", session_id="a", strategy="direct")
+        await agent.run("Two", session_id="b", strategy="direct")
         second = agent.model.requests[1]  # type: ignore[attr-defined]
         assert [m.content for m in second.messages[1:]] == ["Two"]
 
@@ -207,7 +207,7 @@ class TestApi:
         from agentrt import event_adapter
 
         agent = make_agent([classified("exploratory"), call("add", a=1, b=1) + call("nope"), "2"])
-        result = await agent.run_to_completion("1+1?")
+        result = await agent.run("1+1?")
         for event in result.trajectory.events:
             assert event_adapter.validate_json(event.model_dump_json()) == event
         assert isinstance(result.trajectory.events[-1], RunFinishedEvent)

@@ -48,11 +48,11 @@ buffer = io.StringIO()
 if sys.argv[1] == "configured":
     logging.basicConfig(stream=buffer, format="%(name)s %(message)s %(run_id)s")
 agent = Agent(
-    TEST_WORKSPACE,
+    workspace=TEST_WORKSPACE,
     model=ScriptedModel(["not a classification", finish("done")]),
     settings=AgentSettings(trajectory_dir=Path(sys.argv[2])),
 )
-result = asyncio.run(agent.run_to_completion("hello"))
+result = asyncio.run(agent.run("hello"))
 assert result.status == "ok", result.status
 Path(sys.argv[2], "log.txt").write_text(buffer.getvalue())
 """

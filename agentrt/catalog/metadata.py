@@ -14,7 +14,7 @@ deterministic coverage check reads; it is not what the model sees (that is the t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -24,7 +24,7 @@ from agentrt.catalog.builtins import BUILTINS
 from agentrt.exceptions import WorkspaceError
 from agentrt.tool import Tool
 
-__all__ = ["CapabilityMap", "Registry", "ToolMetadata", "load_registry"]
+__all__ = ["CapabilityMap", "Registry", "ToolMetadata", "derive_metadata", "load_registry"]
 
 
 class ToolMetadata(BaseModel):
@@ -33,8 +33,9 @@ class ToolMetadata(BaseModel):
     name: str
     description: str = Field(min_length=1)
     """One or two lines: what it does, in the words a request would use."""
-    capabilities: list[str] = Field(min_length=1)
-    """What it can do, in the capability map's vocabulary (or an alias)."""
+    capabilities: list[str] = []
+    """What it can do, in the capability map's vocabulary (or an alias). A tool with none is
+    offered and retrieved, but the `pipeline` planner never plans with it."""
     inputs: list[str] = []
     """Data it consumes (a dataframe handle, a document, …)."""
     params: list[str] = []
@@ -47,8 +48,9 @@ class ToolMetadata(BaseModel):
         """The compact text embedded for retrieval."""
         parts = [
             f"{self.name}: {self.description}",
-            "capabilities: " + ", ".join(self.capabilities),
         ]
+        if self.capabilities:
+            parts.append("capabilities: " + ", ".join(self.capabilities))
         if self.params:
             parts.append("params: " + ", ".join(self.params))
         if self.outputs:
@@ -134,13 +136,28 @@ class Registry:
         return any(self.capabilities.resolve(c) in wanted for c in meta.capabilities)
 
 
-def load_registry(folder: Path, tools: Mapping[str, Tool]) -> Registry:
+def derive_metadata(tool: Tool) -> ToolMetadata:
+    """Metadata read from the tool itself: its description's first paragraph, its parameters
+    (for tools given in code, which have no registry entry)."""
+    return ToolMetadata(
+        name=tool.name,
+        description=tool.description.split("\n\n", 1)[0],
+        params=list(tool.args_model.model_fields),
+    )
+
+
+def load_registry(
+    folder: Path, tools: Mapping[str, Tool], derived: Iterable[Tool] = ()
+) -> Registry:
     """Load `folder` (a workspace's `registry/`) and check it against the live `tools`.
 
-    The engine's built-in tools need no metadata.
+    The engine's built-in tools need no metadata, nor do the `derived` tools (given in code):
+    theirs is read from them unless the folder has an entry.
     """
     capabilities = load_yaml_model(folder / "capabilities.yaml", CapabilityMap)
     metadata = _load_packs(folder / "tools")
+    for tool in derived:
+        metadata.setdefault(tool.name, (derive_metadata(tool), folder / "tools"))
     for name, tool in tools.items():
         if name not in BUILTINS and name not in metadata:
             msg = (

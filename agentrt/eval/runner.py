@@ -61,7 +61,7 @@ class Evaluator:
         self.workspace = Workspace(spec.workspace)
         self.models = model_factory(spec.model)
         # An agent now, so that a setting the workspace cannot meet fails before any run.
-        Agent(self.workspace, model=self.models(), settings=spec.agent_settings)
+        Agent(workspace=self.workspace, model=self.models(), settings=spec.agent_settings)
 
     def check(self, questions: Sequence[EvalQuestion]) -> None:
         """Fail before anything runs on a question naming a strategy the workspace lacks."""
@@ -74,7 +74,9 @@ class Evaluator:
             raise UserError(msg)
 
     async def run(self, question: EvalQuestion) -> EvalResult:
-        agent = Agent(self.workspace, model=self.models(), settings=self.spec.agent_settings)
+        agent = Agent(
+            workspace=self.workspace, model=self.models(), settings=self.spec.agent_settings
+        )
         return await run_question(agent, question, relative_to=self.spec.output)
 
 
@@ -85,7 +87,7 @@ async def run_question(
 
     :param relative_to: name the trajectory relative to this folder, when it is inside it
     """
-    run = await agent.run_to_completion(question.question, strategy=question.strategy)
+    run = await agent.run(question.question, strategy=question.strategy)
     path = run.path
     if path is not None and relative_to is not None and path.is_relative_to(relative_to):
         path = path.relative_to(relative_to)

@@ -53,6 +53,9 @@ class PlannerResult:
     answer: str | None
     error: str | None = None
     """Why a run that ended `error` failed."""
+    messages: list[Message] | None = None
+    """The planner's conversation from the question on, for planners that keep one (`react`);
+    the run's messages are the question and the answer otherwise."""
 
 
 Retrieve = Callable[[list[str], int], Awaitable[list[tuple[str, float]]]]

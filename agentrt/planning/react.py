@@ -56,7 +56,9 @@ async def run_react(task: PlannerInput, results_nudge: str | None = None) -> Pla
         (None: the model's default)
     """
     run = _ReAct(task, results_nudge)
-    return await run.kernel.run(run.run)
+    result = await run.kernel.run(run.run)
+    result.messages = run.messages[run.start :]
+    return result
 
 
 class _ReAct:
@@ -70,6 +72,8 @@ class _ReAct:
         # One parser and one assembler serve every turn: both start afresh after `close()`.
         self.assembler = NativeToolCallAssembler()
         self.messages = self.kernel.opening("")
+        self.start = len(self.messages) - 1
+        """Where this run's own messages start: at the question."""
         self._tools_version = -1
         self._sync_tools()
 

@@ -21,11 +21,11 @@ of its own: a stream never ends without one.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -40,6 +40,7 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.logs import get_logger
+from agentrt.result import AgentRun
 from agentrt.server.schemas import RunState, RunSummary
 from agentrt.server.trajectories import find_trajectory
 from agentrt.trajectory.format import Trajectory
@@ -196,7 +197,7 @@ class RunRegistry:
 
     def start(
         self,
-        events: AsyncGenerator[Event, None],
+        events: AgentRun[Any],
         *,
         query: str,
         session_id: str | None,
@@ -220,7 +221,7 @@ class RunRegistry:
         self._tg.start_soon(self._consume, handle, events)
         return handle
 
-    async def _consume(self, handle: RunHandle, events: AsyncGenerator[Event, None]) -> None:
+    async def _consume(self, handle: RunHandle, events: AgentRun[Any]) -> None:
         try:
             with handle._scope:
                 async for event in events:

@@ -63,8 +63,8 @@ class TrajectoryHeader(BaseModel):
     query: str
     session_id: str | None = None
     model: str
-    workspace: str
-    """The workspace folder the run used."""
+    workspace: str | None
+    """The workspace folder the run used; None for one held in memory (a code-first agent)."""
     workspace_fingerprint: str
     """Hash of the workspace's strategies and tool schemas at the time of the run."""
     strategy: str | None = None
@@ -72,6 +72,10 @@ class TrajectoryHeader(BaseModel):
     tools: dict[str, str] = {}
     """The tools offered to the model: name → schema hash."""
     settings: dict[str, Any] = {}
+    deps_type: str | None = None
+    """The type of the deps the run's tools were given (its name: never the value)."""
+    output_type: str | None = None
+    """The run's output type, when it is not `str`."""
 
 
 class Trajectory(BaseModel):

@@ -63,7 +63,7 @@ from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel, ScriptedTurn
 from agentrt.settings import AgentSettings
 from agentrt.tool import Tool, ToolContext, run_tool
-from agentrt.trajectory.format import Trajectory
+from agentrt.trajectory.format import Trajectory, TrajectoryHeader
 from agentrt.workspace import Workspace
 
 __all__ = [
@@ -251,22 +251,24 @@ async def replay(
     trajectory: Trajectory,
     *,
     workspace: str | Path | Workspace | None = None,
+    agent: Agent[Any, Any] | None = None,
     tools: ToolSource = "live",
+    deps: Any = None,
 ) -> tuple[Trajectory, Difference | None]:
     """Re-run `trajectory` with its recorded model outputs; return the new run and the first
     difference, or None when the runs agree.
 
     :param workspace: defaults to the workspace the trajectory names
+    :param agent: an agent like the one that made the run, for its workspace, output type and
+        deps type (a code-first agent's workspace is not in any folder); its model is not used
     :param tools: `live` runs today's tools; `recorded` answers each call from the recording
+    :param deps: what the tools get as `ctx.deps` when they run (`live`): the recorded run's
+        own are never kept, so a replay can check a run against a test database
     :raises UserError: the workspace cannot be loaded, or the recorded settings or strategy
         do not fit it
     """
     header = trajectory.header
-    loaded = (
-        workspace
-        if isinstance(workspace, Workspace)
-        else Workspace(workspace if workspace is not None else header.workspace)
-    )
+    loaded = _replay_workspace(header, agent.workspace if agent is not None else workspace)
     forced = next(
         (
             e.query_type
@@ -279,19 +281,15 @@ async def replay(
     # write (charts, tables) go beside its trajectory, not into the user's folders. Nor does
     # it touch the recorded run's session store.
     with tempfile.TemporaryDirectory(prefix="agentrt-replay-") as scratch:
-        try:
-            settings = AgentSettings.model_validate(
-                {**header.settings, "trajectory_dir": scratch, "session_store": None}
-            )
-        except ValidationError as exc:
-            problem = describe_errors(exc, root=None, quote=False, limit=1)
-            msg = f"the recorded settings do not fit today's agent: {problem}"
-            raise UserError(msg) from None
+        settings = _replay_settings(header, scratch)
         model = recorded_model(trajectory)
         runner = RecordedTools(trajectory) if tools == "recorded" else run_tool
-        agent = Agent(loaded, model=model, settings=settings, tool_runner=runner)
-        result = await agent.run_to_completion(
-            header.query, session_id=header.session_id, strategy=forced
+        like: dict[str, Any] = (
+            {"output_type": agent.output.type, "deps_type": agent.deps_type} if agent else {}
+        )
+        again_agent = Agent(model, workspace=loaded, settings=settings, tool_runner=runner, **like)
+        result = await again_agent.run(
+            header.query, session_id=header.session_id, strategy=forced, deps=deps
         )
     again = result.trajectory
     unasked: set[str] = set()
@@ -303,9 +301,34 @@ async def replay(
         trajectory.events,
         again.events,
         run_ids=(header.run_id, again.header.run_id),
-        workspaces=(header.workspace, str(loaded.root)),
+        workspaces=[str(w) for w in (header.workspace, loaded.root) if w is not None],
         unasked=unasked,
     )
+
+
+def _replay_settings(header: TrajectoryHeader, scratch: str) -> AgentSettings:
+    try:
+        return AgentSettings.model_validate(
+            {**header.settings, "trajectory_dir": scratch, "session_store": None}
+        )
+    except ValidationError as exc:
+        problem = describe_errors(exc, root=None, quote=False, limit=1)
+        msg = f"the recorded settings do not fit today's agent: {problem}"
+        raise UserError(msg) from None
+
+
+def _replay_workspace(
+    header: TrajectoryHeader, workspace: str | Path | Workspace | None
+) -> Workspace:
+    if isinstance(workspace, Workspace):
+        return workspace
+    if workspace is None and header.workspace is None:
+        msg = (
+            "the run's workspace was held in memory (a code-first agent): pass the agent, "
+            "replay(trajectory, agent=agent)"
+        )
+        raise UserError(msg)
+    return Workspace(workspace if workspace is not None else header.workspace)
 
 
 def first_difference(

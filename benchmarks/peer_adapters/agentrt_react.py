@@ -43,7 +43,7 @@ def _sleep_agent(tool_ms: int, trajectory_dir: Path) -> Agent:
     bench = workspace.strategies["bench"]
     workspace.strategies["bench"] = bench.model_copy(update={"tools": ["sleep_ms"]})
     return Agent(
-        workspace,
+        workspace=workspace,
         model=_SleepModel(tool_ms),
         settings=AgentSettings(trajectory_dir=trajectory_dir, default_strategy="bench"),
     )

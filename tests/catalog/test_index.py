@@ -201,7 +201,7 @@ class TestFinishOffered:
 
     async def offered(self, ws: Workspace, tmp_path: Path, strategy: str) -> list[str]:
         agent = Agent(
-            ws,
+            workspace=ws,
             model=ScriptedModel([call("submit", answer="42")]),
             settings=AgentSettings(trajectory_dir=tmp_path / "trajectories"),
         )
@@ -221,7 +221,7 @@ class TestFinishOffered:
         self, ws: Workspace, tmp_path: Path
     ) -> None:
         agent = Agent(
-            ws,
+            workspace=ws,
             model=ScriptedModel([finish("42")]),
             settings=AgentSettings(trajectory_dir=tmp_path / "trajectories"),
         )

@@ -106,7 +106,7 @@ class TestLoadErrors:
             Workspace(ws)
 
     def test_bad_field(self, ws: Path) -> None:
-        path = edit_metadata(ws, lambda entries: entries[0].update(capabilities=[]))
+        path = edit_metadata(ws, lambda entries: entries[0].update(capabilities="arithmetic"))
         with pytest.raises(WorkspaceError) as info:
             Workspace(ws)
         assert str(info.value).startswith(f"{path}: entry 0: field 'capabilities': ")

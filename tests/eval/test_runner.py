@@ -48,7 +48,9 @@ def _scripted(
 
     async def run(question: EvalQuestion) -> EvalResult:
         model = ScriptedModel([json.dumps(a) for a in answers[question.id]])
-        agent = Agent(workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path))
+        agent = Agent(
+            workspace=workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path)
+        )
         return await run_question(agent, question, relative_to=tmp_path)
 
     return run
@@ -153,7 +155,9 @@ async def test_a_run_that_never_reads_requirements_has_no_pipeline_metrics(
     tmp_path: Path,
 ) -> None:
     model = ScriptedModel(["not json", "still not json"])
-    agent = Agent(Workspace(), model=model, settings=AgentSettings(trajectory_dir=tmp_path))
+    agent = Agent(
+        workspace=Workspace(), model=model, settings=AgentSettings(trajectory_dir=tmp_path)
+    )
     question = EvalQuestion(id="q", question="hello", strategy="direct", requirements=["data"])
     result = await run_question(agent, question)
     assert result.metrics is None

@@ -47,7 +47,7 @@ def workspace(sample: tuple[Workspace, KnowledgeBase]) -> Workspace:
 
 def make_agent(workspace: Workspace, tmp_path: Path, turns: list[ScriptItem]) -> Agent:
     return Agent(
-        workspace,
+        workspace=workspace,
         model=ScriptedModel(turns),
         settings=AgentSettings(trajectory_dir=tmp_path / "trajectories"),
     )
@@ -90,7 +90,7 @@ class TestSearchAndCite:
                 cite_first,
             ],
         )
-        run = await agent.run_to_completion("What does E42 mean?", strategy="targeted")
+        run = await agent.run("What does E42 mean?", strategy="targeted")
         check_stream(list(run.trajectory.events))
         result = RetrievalResult.from_events(run.trajectory.events)
         assert result.status == "ok"
@@ -120,7 +120,7 @@ class TestSearchAndCite:
                 cite_first_of_search,
             ],
         )
-        run = await agent.run_to_completion("How long is the warranty?", strategy="targeted")
+        run = await agent.run("How long is the warranty?", strategy="targeted")
         refused = next(e for e in finished(run.trajectory.events) if e.name == "finish_retrieval")
         assert refused.status == "error"
         assert "cites c99999, which no search returned" in str(refused.error)
@@ -150,7 +150,7 @@ class TestSearchAndCite:
                 call("finish_retrieval", answer="Listed."),
             ],
         )
-        run = await agent.run_to_completion("Which guides talk of batteries?", strategy="list")
+        run = await agent.run("Which guides talk of batteries?", strategy="list")
         search, by_name, bad = finished(run.trajectory.events)[:3]
         records = out(search)["results"]
         assert records
@@ -193,7 +193,7 @@ class TestDynamicTools:
                 call("finish_retrieval", answer="Every 16 seconds."),
             ],
         )
-        first = await agent.run_to_completion("How do I pair?", session_id="s", strategy="targeted")
+        first = await agent.run("How do I pair?", session_id="s", strategy="targeted")
         (search, _) = finished(first.trajectory.events)
         assert out(search)["new_tools"] == [
             "get_more_content_from_installation",
@@ -206,7 +206,7 @@ class TestDynamicTools:
             out(search)["new_tools"]
         )
 
-        second = await agent.run_to_completion(
+        second = await agent.run(
             "And how often does it send readings?", session_id="s", strategy="targeted"
         )
         events = list(second.trajectory.events)
@@ -237,8 +237,8 @@ class TestDynamicTools:
                 "no",
             ],
         )
-        await agent.run_to_completion("Pair?", session_id="a", strategy="targeted")
-        other = await agent.run_to_completion("Page 5?", session_id="b", strategy="targeted")
+        await agent.run("Pair?", session_id="a", strategy="targeted")
+        other = await agent.run("Page 5?", session_id="b", strategy="targeted")
         assert finished(other.trajectory.events) == []
 
 
@@ -254,7 +254,7 @@ class TestOtherTools:
                 call("finish_retrieval", answer="Done."),
             ],
         )
-        run = await agent.run_to_completion("Warranty length?", strategy="exploratory")
+        run = await agent.run("Warranty length?", strategy="exploratory")
         (found, _) = finished(run.trajectory.events)
         best = out(found)["results"][0]
         assert (best["context"], best["item"]) == ("support", "warranty.txt")
@@ -282,7 +282,7 @@ class TestOtherTools:
                 call("finish_retrieval", answer="Lithium cells."),
             ],
         )
-        run = await agent.run_to_completion("Which batteries?", strategy="exploratory")
+        run = await agent.run("Which batteries?", strategy="exploratory")
         saved, grep, ls = finished(run.trajectory.events)[:3]
         assert out(saved)["file"] == "/results/guides/search_1.md"
         assert out(saved)["saved"] > 0
@@ -307,7 +307,7 @@ class TestOtherTools:
                 call("finish_retrieval", answer="Five documents."),
             ],
         )
-        run = await agent.run_to_completion("How many documents?", strategy="aggregate")
+        run = await agent.run("How many documents?", strategy="aggregate")
         every, filtered = finished(run.trajectory.events)[:2]
         assert {c: v["items"] for c, v in out(every).items()} == {
             "guides": 3,
@@ -326,7 +326,7 @@ class TestOtherTools:
                 call("finish_retrieval", answer="Done."),
             ],
         )
-        run = await agent.run_to_completion("Pairing and warranty?", strategy="exploratory")
+        run = await agent.run("Pairing and warranty?", strategy="exploratory")
         pair, warranty = finished(run.trajectory.events)[:2]
         assert pair.call_id != warranty.call_id
         assert pair.name == warranty.name == "wiki_search"
@@ -345,9 +345,7 @@ class TestOtherTools:
                 call("finish_retrieval", answer="Done."),
             ],
         )
-        run = await agent.run_to_completion(
-            "How do PAIR and the console relate?", strategy="exploratory"
-        )
+        run = await agent.run("How do PAIR and the console relate?", strategy="exploratory")
         graph, refused = finished(run.trajectory.events)[:2]
         output: Any = graph.output
         names = {e["name"] for e in output["entities"]}
@@ -370,9 +368,7 @@ class TestOtherTools:
                 call("finish_retrieval", answer="Done."),
             ],
         )
-        run = await agent.run_to_completion(
-            "Offsets?", strategy="targeted", scope=["guides/calibration.md"]
-        )
+        run = await agent.run("Offsets?", strategy="targeted", scope=["guides/calibration.md"])
         inside, outside, other_item = finished(run.trajectory.events)[:3]
         assert {r["item"] for r in out(inside)["results"]} == {"calibration.md"}
         assert "cannot read context 'support': it is outside this run's scope" in str(outside.error)
@@ -397,8 +393,8 @@ class TestScopedSessionTools:
                 call("finish_retrieval", answer="Nothing in scope."),
             ],
         )
-        await agent.run_to_completion("Pair?", session_id="s", strategy="targeted")
-        scoped = await agent.run_to_completion(
+        await agent.run("Pair?", session_id="s", strategy="targeted")
+        scoped = await agent.run(
             "Page 5?", session_id="s", strategy="targeted", scope=["guides/calibration.md"]
         )
         (refused, _) = finished(scoped.trajectory.events)
@@ -425,7 +421,7 @@ class TestClassification:
                 cite_first,
             ],
         )
-        run = await agent.run_to_completion("How do I pair the console?")
+        run = await agent.run("How do I pair the console?")
         classify, planner = agent.model.requests[:2]  # type: ignore[attr-defined]
         schema = classify.json_schema["properties"]["suggested_contexts"]
         assert schema["items"]["enum"] == ["guides", "support"]
@@ -464,7 +460,7 @@ class TestEndingWithFinishRetrieval:
             tmp_path,
             [call(tool, **arguments), call("finish_retrieval", answer="Found it.")],
         )
-        run = await agent.run_to_completion("A question", strategy=strategy)
+        run = await agent.run("A question", strategy=strategy)
         events = list(run.trajectory.events)
         check_stream(events)
         # A search may offer page tools too, announced by a later `tools_narrowed`.

@@ -179,11 +179,11 @@ async def test_a_run_with_native_calls(server: str, tmp_path: Path) -> None:
     forced = {"tool_choice": {"type": "function", "function": {"name": "add"}}}
     async with model(server, extra_body=forced, max_tokens=40) as m:
         agent = Agent(
-            REAL_MODEL_WORKSPACE,
+            workspace=REAL_MODEL_WORKSPACE,
             model=m,
             settings=AgentSettings(trajectory_dir=tmp_path, default_strategy="arithmetic"),
         )
-        result = await agent.run_to_completion("What is 2 + 3?", strategy="arithmetic")
+        result = await agent.run("What is 2 + 3?", strategy="arithmetic")
     events = result.trajectory.events
     check_stream(events)
     calls = [e for e in events if isinstance(e, ToolCallEvent)]

@@ -111,11 +111,11 @@ async def test_a_short_real_run(local: LocalModel, tmp_path: Path) -> None:
     """A whole run on the real model: classified by the model (never a fallback: the answer is
     grammar-bound), streamed, recorded, and replayed from its trajectory to the same events."""
     agent = Agent(
-        REAL_MODEL_WORKSPACE,
+        workspace=REAL_MODEL_WORKSPACE,
         model=local,
         settings=AgentSettings(trajectory_dir=tmp_path, default_strategy="arithmetic"),
     )
-    result = await agent.run_to_completion("What is 2 + 3? Use the add tool.")
+    result = await agent.run("What is 2 + 3? Use the add tool.")
     events = result.trajectory.events
     check_stream(events)
     (classified,) = [e for e in events if isinstance(e, ClassifiedEvent)]

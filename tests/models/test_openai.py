@@ -230,7 +230,7 @@ class TestTools:
             text_reply("5 and ", "9."),
         )
         agent = Agent(
-            workspace, model=make_model(), settings=AgentSettings(trajectory_dir=tmp_path)
+            workspace=workspace, model=make_model(), settings=AgentSettings(trajectory_dir=tmp_path)
         )
         events = [e async for e in agent.run("Add 2+3 and 4+5", strategy="exploratory")]
         check_stream(events)
@@ -273,7 +273,9 @@ class TestTools:
         )
         model = make_model(tool_mode="text")
         assert model.native_tools is False
-        agent = Agent(workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path))
+        agent = Agent(
+            workspace=workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path)
+        )
         events = [e async for e in agent.run("Add 2 and 3", strategy="exploratory")]
         assert (last(events).status, last(events).answer) == ("ok", "The sum is 5.")
         assert all("tools" not in r.body for r in server.requests)
@@ -559,7 +561,7 @@ class TestThroughTheAgent:
             text_reply("The answer ", "is 42."),
         )
         agent = Agent(
-            workspace, model=make_model(), settings=AgentSettings(trajectory_dir=tmp_path)
+            workspace=workspace, model=make_model(), settings=AgentSettings(trajectory_dir=tmp_path)
         )
         events = [e async for e in agent.run("What is the answer?", strategy="exploratory")]
         check_stream(events)
@@ -575,7 +577,7 @@ class TestThroughTheAgent:
         cut = Reply(pieces=[chunk({"content": "The answer"}), Cut()])
         server.add(cut, cut, text_reply("never"))
         agent = Agent(
-            workspace, model=make_model(), settings=AgentSettings(trajectory_dir=tmp_path)
+            workspace=workspace, model=make_model(), settings=AgentSettings(trajectory_dir=tmp_path)
         )
         events = [e async for e in agent.run("What is the answer?", strategy="exploratory")]
         check_stream(events)

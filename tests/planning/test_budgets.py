@@ -61,7 +61,7 @@ async def test_pipeline(tmp_path: Path) -> None:
     """An intent that crosses the budget is the pipeline's last question."""
     model = ScriptedModel([ScriptedTurn(text=json.dumps(INTENT), usage=HEAVY), "{}"])
     settings = AgentSettings(trajectory_dir=tmp_path, token_budget=1000)
-    agent = Agent(Workspace(), model=model, settings=settings)
+    agent = Agent(workspace=Workspace(), model=model, settings=settings)
     end = await finished(agent, "analysis")
     assert (end.status, end.steps) == ("budget_exhausted", 1)
 
@@ -88,7 +88,7 @@ class EndlessModel:
 
 def endless_agent(workspace: Workspace, tmp_path: Path, **settings: Any) -> Agent:
     settings.setdefault("trajectory_dir", tmp_path)
-    return Agent(workspace, model=EndlessModel(), settings=AgentSettings(**settings))
+    return Agent(workspace=workspace, model=EndlessModel(), settings=AgentSettings(**settings))
 
 
 STRATEGIES = ["exploratory", "planned", "programmed", "analysis"]
@@ -106,7 +106,7 @@ class TestMidStream:
     async def test_token_budget(self, strategy: str, workspace: Workspace, tmp_path: Path) -> None:
         """An endless answer stops at the run's token budget."""
         agent = endless_agent(_workspace(strategy, workspace), tmp_path, token_budget=50)
-        result = await agent.run_to_completion("Go", strategy=strategy)
+        result = await agent.run("Go", strategy=strategy)
         assert result.status == "budget_exhausted"
         assert agent.model.chunks <= 51  # type: ignore[attr-defined]
         events = Trajectory.read(result.path).events
@@ -123,7 +123,7 @@ class TestMidStream:
     async def test_turn_cap(self, strategy: str, workspace: Workspace, tmp_path: Path) -> None:
         """Without a token budget, one answer stops at `max_turn_tokens`."""
         agent = endless_agent(_workspace(strategy, workspace), tmp_path, max_turn_tokens=200)
-        result = await agent.run_to_completion("Go", strategy=strategy)
+        result = await agent.run("Go", strategy=strategy)
         assert result.status == "budget_exhausted"
         events = Trajectory.read(result.path).events
         (error,) = [e for e in events if isinstance(e, ModelErrorEvent)]

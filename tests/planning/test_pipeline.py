@@ -53,7 +53,7 @@ async def run(
     workspace: Workspace, tmp_path: Path, *answers: Any, question: str = QUESTION
 ) -> tuple[list[Event], ScriptedModel]:
     model = ScriptedModel([a if isinstance(a, str) else json.dumps(a) for a in answers])
-    agent = Agent(workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path))
+    agent = Agent(workspace=workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path))
     events = [e async for e in agent.run(question, strategy="analysis")]
     check_stream(events)
     return events, model

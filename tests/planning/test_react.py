@@ -238,7 +238,7 @@ class TestSideEffectsOnce:
         model is told so, and the trajectory shows it (`guard` duplicate, `cached`)."""
         model = BreaksAfterCall(seen, breaks, [call("counter"), "done"])
         settings = AgentSettings(trajectory_dir=tmp_path, turn_retries=breaks)
-        events = await run(Agent(workspace, model=model, settings=settings))
+        events = await run(Agent(workspace=workspace, model=model, settings=settings))
         assert seen.counter == 1
         assert (last(events).status, last(events).answer) == ("ok", "done")
         finished = [(e.call_id, e.cached) for e in of(events, ToolFinishedEvent)]

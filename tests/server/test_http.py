@@ -281,7 +281,7 @@ class TestReading:
         agent = make_agent(["Paris."])
 
         async def record() -> str:
-            result = await agent.run_to_completion("Capital of France?", strategy="direct")
+            result = await agent.run("Capital of France?", strategy="direct")
             return result.trajectory.header.run_id
 
         import anyio
@@ -560,7 +560,9 @@ class TestValidation:
 
     def test_needs_recorded_trajectories(self, workspace: Workspace) -> None:
         agent = Agent(
-            workspace, model=ScriptedModel([]), settings=AgentSettings(trajectory_dir=None)
+            workspace=workspace,
+            model=ScriptedModel([]),
+            settings=AgentSettings(trajectory_dir=None),
         )
         with pytest.raises(UserError, match=r"the server reads runs back from their trajectories"):
             create_app(agent)

@@ -113,7 +113,7 @@ def record(agent: Agent, query: str, strategy: str = "exploratory") -> Trajector
     event loop in this one)."""
 
     def run() -> Trajectory:
-        result = anyio.run(lambda: agent.run_to_completion(query, strategy=strategy))
+        result = anyio.run(lambda: agent.run(query, strategy=strategy))
         return result.trajectory
 
     with ThreadPoolExecutor(1) as pool:

@@ -29,7 +29,9 @@ EXAMPLES = 15
 
 def test_no_request_gets_a_server_error(workspace: Workspace, tmp_path: Path) -> None:
     """Valid and invalid requests to every operation get answers the schema describes."""
-    agent = Agent(workspace, model=PlainModel(), settings=AgentSettings(trajectory_dir=tmp_path))
+    agent = Agent(
+        workspace=workspace, model=PlainModel(), settings=AgentSettings(trajectory_dir=tmp_path)
+    )
     app = create_app(agent, ServerSettings(tokens=(TOKEN,), max_runs=64, max_runs_per_token=64))
     with LiveServer(app) as server:
         schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")

@@ -107,9 +107,9 @@ class TestSqliteSessionStore:
         """Two agents, one session file: the second's model is sent the first's turn."""
         path = tmp_path / "sessions.sqlite"
         first = make_agent(["Your name is Ada."], session_store=path)
-        await first.run_to_completion("My name is Ada.", session_id="s1", strategy="direct")
+        await first.run("My name is Ada.", session_id="s1", strategy="direct")
         second = make_agent(["You told me: Ada."], session_store=path)
-        await second.run_to_completion("What is my name?", session_id="s1", strategy="direct")
+        await second.run("What is my name?", session_id="s1", strategy="direct")
         sent = second.model.requests[0]  # type: ignore[attr-defined]
         assert [(m.role, m.content) for m in sent.messages[1:]] == [
             ("user", "My name is Ada."),
@@ -129,7 +129,7 @@ class TestAgentHistory:
         """Past `history_tokens`, the model is sent the summary and the latest turns."""
         agent = make_agent(["Noted."], history_tokens=400)
         agent.sessions.put(Session(id="s", messages=conversation(10, words=20)))
-        await agent.run_to_completion("And now?", session_id="s", strategy="direct")
+        await agent.run("And now?", session_id="s", strategy="direct")
         sent = agent.model.requests[0].messages  # type: ignore[attr-defined]
         assert sent[1].role == "system"
         assert sent[1].content.startswith(SUMMARY_HEADING)

@@ -84,7 +84,7 @@ class TestWithinARun:
 
     async def test_without_a_session_it_lasts_one_run(self, make_agent: MakeAgent) -> None:
         agent = make_agent([call("open_item", item="report"), "ok", call("read_report"), "no"])
-        await agent.run_to_completion("Open the report", strategy="exploratory")
+        await agent.run("Open the report", strategy="exploratory")
         events = [e async for e in agent.run("Read it", strategy="exploratory")]
         (refused,) = of(events, ToolCallInvalidEvent)
         assert refused.name == "read_report"
@@ -95,7 +95,7 @@ class TestAcrossRuns:
         agent = make_agent(
             [call("open_item", item="report"), "ok", call("read_report", page=3), "done"]
         )
-        await agent.run_to_completion("Open the report", session_id="s", strategy="exploratory")
+        await agent.run("Open the report", session_id="s", strategy="exploratory")
         events = [e async for e in agent.run("Page 3?", session_id="s", strategy="exploratory")]
         (narrowed,) = of(events, ToolsNarrowedEvent)
         assert offered(narrowed)["read_report"] == "session"
@@ -107,13 +107,13 @@ class TestAcrossRuns:
         """One agent, two sessions at once, interleaved: each makes its own tool, then calls
         its own and the other's; the other's is refused, naming only its own session's."""
         agent = Agent(
-            workspace,
+            workspace=workspace,
             model=BySession(),
             settings=AgentSettings(trajectory_dir=tmp_path),
         )
         runs = await asyncio.gather(
-            agent.run_to_completion("alpha", session_id="A", strategy="exploratory"),
-            agent.run_to_completion("beta", session_id="B", strategy="exploratory"),
+            agent.run("alpha", session_id="A", strategy="exploratory"),
+            agent.run("beta", session_id="B", strategy="exploratory"),
         )
         for result, own, other in ((runs[0], "alpha", "beta"), (runs[1], "beta", "alpha")):
             events = result.trajectory.events
@@ -129,12 +129,12 @@ class TestAcrossRuns:
         """A session's tools are specs (base tool, bound arguments), so a session saved as JSON
         and loaded into another agent offers them again."""
         first = make_agent([call("open_item", item="report"), "ok"])
-        await first.run_to_completion("Open it", session_id="s", strategy="exploratory")
+        await first.run("Open it", session_id="s", strategy="exploratory")
         saved = first.sessions.get("s").model_dump_json()
 
         second = make_agent([call("read_report", page=4), "done"])
         second.sessions.put(Session.model_validate_json(saved))
-        result = await second.run_to_completion("Page 4?", session_id="s", strategy="exploratory")
+        result = await second.run("Page 4?", session_id="s", strategy="exploratory")
         outputs = [e.output for e in of(result.trajectory.events, ToolFinishedEvent)]
         assert outputs == ["report, page 4"]
 
@@ -170,7 +170,7 @@ class TestScope:
         self, make_agent: MakeAgent, seen: Any
     ) -> None:
         agent = make_agent([call("open_item", item="report"), "ok"])
-        await agent.run_to_completion(
+        await agent.run(
             "Open it", strategy="exploratory", scope=["manuals", "wiki/page_1", "wiki/page_2"]
         )
         (scope,) = seen.scopes
@@ -204,9 +204,9 @@ class TestArtifacts:
                 "ok",
             ]
         )
-        first = await agent.run_to_completion("Keep", session_id="s", strategy="exploratory")
-        second = await agent.run_to_completion("Recall", session_id="s", strategy="exploratory")
-        other = await agent.run_to_completion("Recall", session_id="t", strategy="exploratory")
+        first = await agent.run("Keep", session_id="s", strategy="exploratory")
+        second = await agent.run("Recall", session_id="s", strategy="exploratory")
+        other = await agent.run("Recall", session_id="t", strategy="exploratory")
         (kept,) = of(first.trajectory.events, ToolFinishedEvent)
         assert first.path is not None
         assert kept.output == str(first.path.with_suffix(""))

@@ -144,7 +144,7 @@ def make_copilot_agent(tmp_path: Path, copilot: Any, session: str, turns: int) -
     """An agent over the copilot workspace, its sessions in tmp_path/sessions.sqlite; the
     application hands the session its database (the copilot is never stored)."""
     agent = Agent(
-        COPILOT,
+        workspace=COPILOT,
         model=ScriptedModel([copilot_policy] * turns),
         settings=AgentSettings(
             trajectory_dir=tmp_path / "trajectories",
@@ -164,7 +164,7 @@ class TestMemory:
         turn, resolves "he", and charts his store's trend from a SQL result."""
         seller, units = expected.seller, expected.units
         first = make_copilot_agent(tmp_path, copilot, "s1", 2)
-        one = await first.run_to_completion(WHO, session_id="s1", strategy="copilot")
+        one = await first.run(WHO, session_id="s1", strategy="copilot")
         assert one.status == "ok"
         assert one.answer == f"{seller} sold the most: {units} units."
 
@@ -172,7 +172,7 @@ class TestMemory:
         top = second.sessions.artifacts("s1")["top"]
         assert isinstance(top, pd.DataFrame)
         assert list(top.iloc[0]) == [seller, units]
-        two = await second.run_to_completion(TREND, session_id="s1", strategy="copilot")
+        two = await second.run(TREND, session_id="s1", strategy="copilot")
         assert (two.status, two.answer) == (
             "ok",
             f"Sales at {expected.store} over {expected.months} months; the chart is drawn.",
@@ -187,17 +187,20 @@ class TestMemory:
         png = await anyio.Path(str(chart[0]["file"])).read_bytes()
         assert png.startswith(b"\x89PNG")
         sent = second.model.requests[0].messages  # type: ignore[attr-defined]
-        assert [(m.role, m.content) for m in sent if m.role != "system"][:2] == [
-            ("user", WHO),
-            ("assistant", one.answer),
-        ]
+        # The first turn whole, its SQL call and result included, then the new question.
+        seen = [(m.role, m.content) for m in sent if m.role != "system"]
+        first_turn = [(m.role, m.content) for m in one.messages]
+        assert seen == [*first_turn, ("user", TREND)]
+        assert first_turn[0] == ("user", WHO)
+        assert first_turn[-1] == ("assistant", one.answer)
+        assert "tool" in [role for role, _ in first_turn]
 
     async def test_without_the_history_the_model_cannot_answer(
         self, tmp_path: Path, copilot: Any
     ) -> None:
         """The same follow-up in a new session: nothing says who "he" is, so the model asks."""
         agent = make_copilot_agent(tmp_path, copilot, "fresh", 1)
-        result = await agent.run_to_completion(TREND, session_id="fresh", strategy="copilot")
+        result = await agent.run(TREND, session_id="fresh", strategy="copilot")
         assert (result.status, result.answer) == ("needs_input", QUESTION)
         assert f"## Question to the user\n\n{QUESTION}" in result.trajectory.to_markdown()
 
@@ -218,14 +221,20 @@ class TestAsk:
         end = last(events)
         assert (end.status, end.answer, end.steps) == ("needs_input", QUESTION, 1)
 
-        resumed = await agent.run_to_completion(seller, session_id="s2", strategy="copilot")
+        resumed = await agent.run(seller, session_id="s2", strategy="copilot")
         assert (resumed.status, resumed.answer) == (
             "ok",
             f"Sales at {expected.store} over {expected.months} months; the chart is drawn.",
         )
         sent = agent.model.requests[1].messages  # type: ignore[attr-defined]
-        assert [(m.role, m.content) for m in sent if m.role != "system"] == [
+        seen = [(m.role, m.content) for m in sent if m.role != "system"]
+        # The first run whole: the question, the ask_user call and its result, the question
+        # asked; then the reply.
+        assert [role for role, _ in seen] == ["user", "assistant", "tool", "assistant", "user"]
+        assert (seen[0], seen[2][1], seen[3], seen[4]) == (
             ("user", TREND),
+            QUESTION,
             ("assistant", QUESTION),
             ("user", seller),
-        ]
+        )
+        assert '"ask_user"' in seen[1][1]

@@ -45,6 +45,7 @@ def context(artifacts: dict[str, Any], output_dir: Path) -> ToolContext:
         complete=no_model,
         artifacts=artifacts,
         output_dir=output_dir,
+        deps=None,
     )
 
 

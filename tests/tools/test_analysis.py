@@ -99,6 +99,7 @@ def use(default: Workspace, artifacts: dict[str, Any], tmp_path: Path) -> Call:
         complete=_no_model,
         artifacts=artifacts,
         output_dir=tmp_path / "out",
+        deps=None,
     )
 
     def use(tool_name: str, /, **arguments: Any) -> Any:
@@ -179,7 +180,7 @@ async def test_revenue_by_region_and_category_over_time(
     (ws / "tools").symlink_to(ROOT / "tools")
     (ws / "registry").symlink_to(ROOT / "registry")
     agent = Agent(
-        Workspace(ws),
+        workspace=Workspace(ws),
         model=ScriptedModel(
             [
                 call("load_dataset", source="sales"),
@@ -201,7 +202,7 @@ async def test_revenue_by_region_and_category_over_time(
             trajectory_dir=tmp_path / "trajectories", default_strategy="analysis"
         ),
     )
-    result = await agent.run_to_completion(
+    result = await agent.run(
         "Get revenue totals by region and product type over time", strategy="analysis"
     )
     check_main_job(result, sales)

@@ -49,14 +49,14 @@ async def runs(make_agent: MakeAgent, tmp_path: Path) -> Path:
             "Both at once. " + call("add", a=2, b=3) + call("echo", text="hi"),
             call("finish", answer="2 + 3 = 5"),
         ]
-    ).run_to_completion("What is 2 + 3?")
+    ).run("What is 2 + 3?")
     await make_agent(
         [
             call("add", a=1, b="one") + call("add", a=1, b=1),
             call("add", a=1, b=1),
             call("finish", answer="2"),
         ]
-    ).run_to_completion("What is 1 + 1?", strategy="exploratory")
+    ).run("What is 1 + 1?", strategy="exploratory")
     plan = {
         "plan": "",
         "nodes": [
@@ -65,9 +65,7 @@ async def runs(make_agent: MakeAgent, tmp_path: Path) -> Path:
         ],
     }
     joined = {"action": "finish", "answer": "8", "reason": "done"}
-    await make_agent([json.dumps(plan), json.dumps(joined)]).run_to_completion(
-        "Go", strategy="planned"
-    )
+    await make_agent([json.dumps(plan), json.dumps(joined)]).run("Go", strategy="planned")
     return tmp_path / "trajectories"
 
 
@@ -243,6 +241,7 @@ class TestRecordedTools:
             complete=_never,
             artifacts={},
             output_dir=Path("unused"),
+            deps=None,
         )
         assert await runner(add, arguments, context) == recorded.output
         with pytest.raises(ToolError, match="the recording has no \\(further\\) call of add"):

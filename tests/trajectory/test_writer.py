@@ -25,7 +25,7 @@ async def recorded(make_agent: MakeAgent, token_delay: float = 0.0) -> Trajector
         ],
         token_delay=token_delay,
     )
-    result = await agent.run_to_completion("What is 2 + 3?")
+    result = await agent.run("What is 2 + 3?")
     assert result.path is not None
     return Trajectory.read(result.path)
 
@@ -50,7 +50,7 @@ async def test_file_layout(make_agent: MakeAgent, tmp_path: Path) -> None:
 
 async def test_turned_off(make_agent: MakeAgent, tmp_path: Path) -> None:
     agent = make_agent(["hi"], trajectory_dir=None)
-    result = await agent.run_to_completion("Hello", strategy="direct")
+    result = await agent.run("Hello", strategy="direct")
     assert result.path is None
     assert not (tmp_path / "trajectories").exists()
 

@@ -104,7 +104,7 @@ class _Pipeline:
         self.templates = workspace.templates
         vocabulary = workspace.pipeline
         if vocabulary is None:  # the workspace's load refuses a pipeline strategy without one
-            msg = f"{workspace.root / 'registry' / 'pipeline.yaml'}: missing"
+            msg = f"{workspace.root}/registry/pipeline.yaml: missing"
             raise WorkspaceError(msg)
         self.vocabulary = vocabulary
         self.protocol = vocabulary.dataset

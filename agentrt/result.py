@@ -1,0 +1,135 @@
+"""What `Agent.run` returns: one run, to stream (`async for`) or to await (`await`), and the
+result it ends with."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Generic, cast
+
+from typing_extensions import TypeVar
+
+from agentrt.events import Event, RunFinishedEvent, RunStatus, Usage
+from agentrt.exceptions import RunFailed, UserError
+from agentrt.models.base import Message
+from agentrt.trajectory.format import Trajectory
+
+__all__ = ["AgentRun", "RunResult"]
+
+OutputT = TypeVar("OutputT", default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[OutputT]):
+    """How a run ended, with everything it produced."""
+
+    status: RunStatus
+    answer: str | None
+    """The answer as text (a typed output as its JSON); for `needs_input`, the question."""
+    error: str | None
+    """Why a run that did not end `ok` ended as it did."""
+    messages: list[Message]
+    """The whole conversation: the history the run was given, then this run's question, its
+    tool calls and their results, and its answer. Pass it as the next run's
+    `message_history` to go on with the conversation."""
+    usage: Usage
+    trajectory: Trajectory
+    path: Path | None
+    """The trajectory file, when trajectories are recorded."""
+    _output: Any = field(default=None, repr=False)
+
+    @property
+    def output(self) -> OutputT:
+        """The final answer, of the agent's `output_type` (`str` unless it was given one).
+
+        :raises RunFailed: the run did not end `ok` (the message says how it ended, and why)
+        """
+        if self.status != "ok":
+            msg = f"the run ended {self.status}: {self.error or self.answer}"
+            raise RunFailed(msg)
+        return cast(OutputT, self._output)
+
+
+class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
+    """One run of an agent: an async iterator of its events, and a coroutine of its result.
+
+    `async for event in run` streams every event, the last `run_finished`; `await run` (also
+    after iterating part or all of it) runs it to the end and returns the `RunResult`. Being
+    a coroutine, it can also be given to `asyncio.run` or `asyncio.create_task`. Leave early
+    with `aclose()` or `async with`: the run is cancelled, its tools too, and its trajectory
+    still ends with `run_finished`.
+    """
+
+    def __init__(
+        self,
+        events: AsyncGenerator[Event, None],
+        finish: Callable[[list[Event]], RunResult[OutputT]],
+    ) -> None:
+        self._events = events
+        self._finish = finish
+        self._seen: list[Event] = []
+        self._result: RunResult[OutputT] | None = None
+        self._driver: Coroutine[Any, Any, RunResult[OutputT]] | None = None
+        """What `await` runs: made on first use, so a run only iterated is never left
+        un-awaited."""
+
+    def __aiter__(self) -> AgentRun[OutputT]:
+        return self
+
+    async def __anext__(self) -> Event:
+        event = await self._events.__anext__()
+        self._seen.append(event)
+        if isinstance(event, RunFinishedEvent):
+            self._result = self._finish(self._seen)
+        return event
+
+    def _drive(self) -> Coroutine[Any, Any, RunResult[OutputT]]:
+        if self._driver is None:
+            self._driver = self._complete()
+        return self._driver
+
+    def __await__(self) -> Generator[Any, None, RunResult[OutputT]]:
+        return self._drive().__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._drive().send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._drive().throw(*args)
+
+    def close(self) -> None:
+        if self._driver is not None:
+            self._driver.close()
+
+    async def _complete(self) -> RunResult[OutputT]:
+        async for _ in self:
+            pass
+        return self.result
+
+    @property
+    def result(self) -> RunResult[OutputT]:
+        """The run's result, once its `run_finished` event has been read.
+
+        :raises UserError: the run has not finished (or was left before it did)
+        """
+        if self._result is None:
+            msg = "the run has not finished: iterate it to its end, or await it"
+            raise UserError(msg)
+        return self._result
+
+    async def aclose(self) -> None:
+        """Stop the run (if it is still going): see the class docstring."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> AgentRun[OutputT]:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
