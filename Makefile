@@ -10,12 +10,14 @@ run: .venv/.installed-run
 	.venv/bin/agentrt run "$(QUESTION)"
 
 # Every check: lint, format, types (strict on agentrt/), dependency layers (pyproject.toml's
-# [tool.importlinter]), tests (a real model among them) on two cores, as CI has.
+# [tool.importlinter]), the API reference built with warnings as errors (mkdocs.yml; into the
+# ignored site/), tests (a real model among them) on two cores, as CI has.
 test: .venv/.installed-dev chromium
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 	.venv/bin/lint-imports
+	.venv/bin/mkdocs build --strict
 	.venv/bin/pytest -n 2
 
 bench: .venv/.installed-dev

@@ -1,10 +1,12 @@
 """agentrt: an asyncio agent runtime.
 
+```python
 from agentrt import Agent, LocalModel
 
 agent = Agent(model=LocalModel())  # the default workspace, the embedded model
 async for event in agent.run("What is 17.5% of 2340?"):
     ...
+```
 
 The names below are the stable API; the modules users may import beside it are listed in the
 README ("Public API"). Every other module is internal.
