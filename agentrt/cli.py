@@ -112,6 +112,8 @@ async def _prepare(model: Model) -> None:
         TransferSpeedColumn(),
         console=err,
         transient=True,
+        # Off a terminal a transient bar draws nothing, yet leaves a blank line on stderr.
+        disable=not err.is_terminal,
     ) as progress:
         task = progress.add_task(f"loading {model.name}", total=None)
         model.progress = lambda done, total: progress.update(
