@@ -135,7 +135,8 @@ def _in_hub_cache(name: str) -> bool:
 def _hub_offline() -> Iterator[None]:
     """Hold the hub client offline. `local_files_only` is not enough: huggingface_hub still
     fetches its agent registry for the request headers it builds. Its `HF_HUB_OFFLINE` is read
-    from the environment at import, so the module constant is what must change."""
+    from the environment at import, so the module constant is what must change — for the whole
+    process while the load lasts (a named model loads once per process)."""
     from huggingface_hub import constants
 
     was = constants.HF_HUB_OFFLINE
