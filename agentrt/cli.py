@@ -112,6 +112,8 @@ async def _prepare(model: Model) -> None:
         TransferSpeedColumn(),
         console=err,
         transient=True,
+        # Off a terminal a transient bar draws nothing, yet leaves a blank line on stderr.
+        disable=not err.is_terminal,
     ) as progress:
         task = progress.add_task(f"loading {model.name}", total=None)
         model.progress = lambda done, total: progress.update(
@@ -515,13 +517,15 @@ def _results_table(results: list[EvalResult]) -> Table:
         "status",
         "exact",
         "F1",
+        "output",
         "tools P/R",
         "traj.",
         "steps",
         "tokens",
         "secs",
         box=box.SIMPLE_HEAD,
-        caption="traj.: the tools called match the expected ones",
+        caption="output: the share of expected output fields right; traj.: the tools called "
+        "match the expected ones",
     )
     for r in results:
         status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
@@ -535,6 +539,7 @@ def _results_table(results: list[EvalResult]) -> Table:
             status,
             "-" if r.exact_match is None else "yes" if r.exact_match else "no",
             "-" if r.f1 is None else f"{r.f1:.2f}",
+            "-" if r.output_fields is None else f"{r.output_fields:.0%}",
             tools,
             "-" if r.trajectory_match is None else "yes" if r.trajectory_match else "no",
             str(r.steps),
@@ -587,6 +592,8 @@ def _summary_table(s: EvalSummary, model: str) -> Table:
     rows = [
         ("answer exact match", s.exact_match_rate, percent),
         ("answer F1", s.f1, two),
+        ("output fields right", s.output_fields, percent),
+        ("outputs with every field right", s.output_exact_rate, percent),
         ("tool precision", s.tool_precision, two),
         ("tool recall", s.tool_recall, two),
         ("trajectory match", s.trajectory_match_rate, percent),

@@ -40,8 +40,8 @@ class AgentSettings(BaseModel):
     """Most tokens (estimated) of a session's earlier turns shown to a run: the latest turns
     whole, the older ones summarised (see `agentrt.sessions.history`)."""
     embedding_model: str | None = None
-    """The model tool retrieval embeds with: a hub name found in the local cache, or a path.
-    None: BAAI/bge-small-en-v1.5 if available offline, else the packaged all-MiniLM-L6-v2."""
+    """The model tool retrieval embeds with: a local path, or a hub name found in the local
+    Hugging Face cache (nothing is downloaded). None: all-MiniLM-L6-v2, from its package."""
     cache_dir: Path | None = None
     """Where the tool index and joined model weights are cached; None: $AGENTRT_CACHE_DIR,
     else ~/.cache/agentrt."""

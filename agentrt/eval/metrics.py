@@ -2,6 +2,8 @@
 a recorded run scores as a live one did:
 
 - the answer against `expected_answer`: exact match and token F1 (`agentrt.eval.scoring`);
+- the typed output against `expected_output`: the share of its fields right, and whether all
+  are (`output` of `run_finished`; the answer text for a run without a typed output);
 - the tools called against `expected_tools`: precision, recall and a trajectory match in the
   question's `match` mode (strict, unordered, subset, superset);
 - steps, tokens and latency, from `run_finished`;
@@ -19,11 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from agentrt.eval.questions import EvalQuestion
 from agentrt.eval.scoring import (
     exact_match,
+    output_fields,
     token_f1,
     tool_precision_recall,
     trajectory_match,
@@ -40,7 +43,15 @@ from agentrt.events import (
     ToolsNarrowedEvent,
 )
 
-__all__ = ["EvalResult", "EvalSummary", "PipelineMetrics", "pipeline_metrics", "score", "summarize"]
+__all__ = [
+    "EvalResult",
+    "EvalSummary",
+    "PipelineMetrics",
+    "pipeline_metrics",
+    "run_output",
+    "score",
+    "summarize",
+]
 
 
 class PipelineMetrics(BaseModel):
@@ -80,6 +91,10 @@ class EvalResult(BaseModel):
     """The run's wall time, in seconds."""
     exact_match: bool | None = None
     f1: float | None = None
+    output_fields: float | None = None
+    """Of the fields `expected_output` gives, the share the run's output has right."""
+    output_exact: bool | None = None
+    """Whether the output has every expected field right."""
     tool_precision: float | None = None
     tool_recall: float | None = None
     trajectory_match: bool | None = None
@@ -99,6 +114,10 @@ class EvalSummary(BaseModel):
     exact_match_rate: float | None = None
     f1: float | None = None
     """Mean answer F1."""
+    output_fields: float | None = None
+    """Mean share of the expected output fields right."""
+    output_exact_rate: float | None = None
+    """The share of outputs with every expected field right."""
     tool_precision: float | None = None
     tool_recall: float | None = None
     trajectory_match_rate: float | None = None
@@ -160,6 +179,9 @@ def score(question: EvalQuestion, events: Sequence[Event], trajectory: str | Non
     if question.expected_answer is not None:
         result.exact_match = exact_match(result.answer or "", question.expected_answer)
         result.f1 = token_f1(result.answer or "", question.expected_answer)
+    if question.expected_output is not None:
+        right, given = output_fields(run_output(finished), question.expected_output)
+        result.output_fields, result.output_exact = right / given, right == given
     if question.expected_tools is not None:
         expected = question.expected_tools
         result.tool_precision, result.tool_recall = tool_precision_recall(tools, expected)
@@ -174,6 +196,14 @@ def score(question: EvalQuestion, events: Sequence[Event], trajectory: str | Non
     return result
 
 
+def run_output(finished: RunFinishedEvent | None) -> JsonValue:
+    """What a run put out: its typed output, or, without one, its answer text; None unless the
+    run ended ok (a failed run has none, and a question asked back is no output)."""
+    if finished is None or finished.status != "ok":
+        return None
+    return finished.output if finished.output is not None else finished.answer
+
+
 def summarize(results: Sequence[EvalResult]) -> EvalSummary:
     """The means and rates over a question set's results."""
     measured = [r.metrics for r in results if r.metrics is not None]
@@ -186,6 +216,8 @@ def summarize(results: Sequence[EvalResult]) -> EvalSummary:
         ok=sum(r.status == "ok" for r in results),
         exact_match_rate=_mean([r.exact_match for r in results]),
         f1=_mean([r.f1 for r in results]),
+        output_fields=_mean([r.output_fields for r in results]),
+        output_exact_rate=_mean([r.output_exact for r in results]),
         tool_precision=_mean([r.tool_precision for r in results]),
         tool_recall=_mean([r.tool_recall for r in results]),
         trajectory_match_rate=_mean([r.trajectory_match for r in results]),

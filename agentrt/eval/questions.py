@@ -5,6 +5,8 @@ it (`agentrt.eval.metrics`):
 
     {"id": "days", "question": "How many days from 2024-02-10 to 2025-03-01?",
      "expected_answer": "385 days", "expected_tools": ["days_between"], "match": "superset"}
+    {"id": "invoice", "question": "Read the total and currency off invoice 7",
+     "expected_output": {"total": 1280.5, "currency": "EUR"}}
     {"id": "revenue-by-region", "question": "Compare total revenue across regions",
      "strategy": "analysis", "requirements": ["data", "analysis.total", "group_by"],
      "allowed_tools": ["load_dataset", "aggregate", "plot_bar", "save_dataframe"]}
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from agentrt._validation import describe_errors
 from agentrt.eval.scoring import (
@@ -36,6 +38,10 @@ class EvalQuestion(BaseModel):
     """Run under this strategy instead of classifying."""
     expected_answer: str | None = None
     """The answer a correct run gives, compared after normalising (see `agentrt.eval.scoring`)."""
+    expected_output: JsonValue = None
+    """The output a correct run gives (any JSON value but null), scored per field: an object's
+    top-level fields one by one, any other value as one field (see `output_fields`). A run
+    without a typed output is scored on its answer text."""
     expected_tools: list[str] | None = None
     """The tools a correct run calls, in order (`finish` left out)."""
     match: MatchMode | None = None

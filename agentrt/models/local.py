@@ -20,6 +20,8 @@ with a nudge saying what to do next (`text_mode_messages`; by default, to answer
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -47,6 +49,8 @@ DEFAULT_PACK = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 SMALL_PACK = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
 _END = object()
+
+_llama_cpp_log = logging.getLogger("agentrt.models.llama_cpp")
 
 
 class LocalModel:
@@ -120,6 +124,7 @@ class LocalModel:
         except ImportError:
             msg = "the embedded model needs llama-cpp-python: pip install 'agentrt[local]'"
             raise UserError(msg) from None
+        _route_llama_cpp_logs()
         return Llama(
             model_path=str(path),
             n_ctx=self.n_ctx,
@@ -201,6 +206,30 @@ class LocalModel:
     def _count_tokens(self, messages: list[dict[str, Any]]) -> int:
         text = "\n".join(str(m["content"]) for m in messages)
         return len(self._llama.tokenize(text.encode(), add_bos=False, special=True))
+
+
+@functools.cache
+def _route_llama_cpp_logs() -> Any:
+    """Send llama.cpp's own log lines to `logging` at debug, once per process.
+
+    llama-cpp-python's callback prints them to stderr (its errors even with `verbose=False`),
+    past the application's logging. They are diagnostics of the native library — a failure
+    reaches agentrt as an exception — so debug is their level. The callback is process-wide,
+    and kept alive by the cache: llama.cpp holds only a C pointer to it.
+    """
+    import ctypes
+
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def to_logging(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if _llama_cpp_log.isEnabledFor(logging.DEBUG) and (
+            line := text.decode(errors="replace").rstrip()
+        ):
+            _llama_cpp_log.debug(line)
+
+    llama_cpp.llama_log_set(to_logging, ctypes.c_void_p(0))
+    return to_logging
 
 
 def _as_dict(message: Message) -> dict[str, Any]:

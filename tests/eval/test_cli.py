@@ -23,6 +23,7 @@ QUESTIONS = [
         "id": "both",
         "question": "How many days from 2024-02-10 to 2025-03-01, and the root of 1764?",
         "expected_answer": ANSWER,
+        "expected_output": ANSWER.upper(),
         "expected_tools": ["days_between", "calculate"],
     },
     {
@@ -36,12 +37,16 @@ QUESTIONS = [
         "id": "days",
         "question": "How many days from 2024-02-10 to 2025-03-01?",
         "expected_answer": "385 days",
+        "expected_output": {"days": 385},
         "expected_tools": ["days_between"],
         "match": "superset",
     },
     {"id": ODD_ID, "question": "Say something <script>alert(1)</script>"},
     {"id": "none", "question": "Hello there", "expected_tools": [], "match": "subset"},
 ]
+# The demo's output is its answer text: the same as "both" expects, once normalised; not the
+# object "days" expects.
+OUTPUTS = {"both": (1.0, True), "days": (0.0, False)}
 # The answer normalises to 14 tokens; "42.0" to the one token "420", which it contains.
 SCORES = {
     "both": (True, 1.0, 1.0, 1.0, True),
@@ -100,6 +105,7 @@ class TestAnEvaluation:
         for r in report.results:
             scores = (r.exact_match, r.f1, r.tool_precision, r.tool_recall, r.trajectory_match)
             assert scores == pytest.approx(SCORES[r.id]), r.id
+            assert (r.output_fields, r.output_exact) == OUTPUTS.get(r.id, (None, None)), r.id
             assert (r.status, r.answer, r.steps) == ("ok", ANSWER, 2)
             assert r.tools == ["days_between", "calculate"]
         s = report.summary
@@ -108,6 +114,7 @@ class TestAnEvaluation:
         assert s.f1 == pytest.approx((1 + 2 / 15 + 0.25) / 3)
         assert (s.tool_precision, s.tool_recall) == (pytest.approx(2.5 / 4), 1.0)
         assert (s.trajectory_match_rate, s.steps) == (0.75, 2.0)
+        assert (s.output_fields, s.output_exact_rate) == (0.5, 0.5)
         assert s.coverage_rate is None
 
     def test_steps_tokens_and_latency_come_from_each_trajectory(
@@ -145,6 +152,7 @@ class TestAnEvaluation:
         assert "&lt;b&gt;bold&lt;/b&gt; &amp; &#34;quoted&#34;" in html
         assert "<b>bold" not in html
         assert "<script" not in html
+        assert "<b>50.0%</b><span>output fields right (all right: 50.0%)</span>" in html
         assert 'href="http' not in html
         for r in _report(out).results:
             assert f'href="{r.trajectory}"' in html

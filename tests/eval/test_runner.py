@@ -14,7 +14,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
+from agentrt import Agent, AgentSettings, RunFinishedEvent, ScriptedModel, Workspace
 from agentrt.eval.metrics import EvalResult, pipeline_metrics, score, summarize
 from agentrt.eval.questions import EvalQuestion, load_questions
 from agentrt.eval.runner import evaluate, run_question
@@ -23,6 +23,7 @@ from agentrt.planning.pipeline import requirement_labels
 from agentrt.trajectory.format import Trajectory
 from agentrt.workspace import default_workspace_path
 from tests.analysis_answers import ASKED, INTENT, LABELS, NO_CHANGE, QUESTION
+from tests.helpers import MakeAgent, classified
 
 ADD_ANOMALIES = {
     "changes": [
@@ -127,6 +128,8 @@ async def test_metrics_over_a_question_set(tmp_path: Path) -> None:
         "ok": 2,
         "exact_match_rate": None,
         "f1": None,
+        "output_fields": None,
+        "output_exact_rate": None,
         "tool_precision": (1 + 2 / 5) / 2,
         "tool_recall": 1.0,
         "trajectory_match_rate": 0.5,
@@ -261,3 +264,31 @@ def test_eval_command_rejects_a_bad_set_in_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: {path}:1: question: Field required"
+
+
+async def test_outputs_are_scored_per_field(make_agent: MakeAgent) -> None:
+    """A run without a typed output is scored on its answer text; a typed output, as
+    `run_finished` records it, per field; a run that failed has no output to score."""
+    plain = EvalQuestion(id="plain", question="How many days?", expected_output="385 days")
+    typed = EvalQuestion(
+        id="typed", question="How many days?", expected_output={"days": 385, "unit": "day"}
+    )
+    agent = make_agent([classified("direct"), "385 days."])
+    answered = await run_question(agent, plain)
+    assert (answered.status, answered.output_fields, answered.output_exact) == ("ok", 1.0, True)
+
+    agent = make_agent([classified("direct"), '{"days": 385, "unit": "day"}'])
+    run = await agent.run_to_completion(typed.question)
+    *events, finished = run.trajectory.events
+    assert isinstance(finished, RunFinishedEvent)
+    assert score(typed, run.trajectory.events, None).output_fields == 0.0  # JSON text, no output
+    for output, fields in [({"days": 385.0, "unit": "Day"}, 1.0), ({"days": 386}, 0.0)]:
+        recorded = [*events, finished.model_copy(update={"output": output})]
+        result = score(typed, recorded, None)
+        assert (result.output_fields, result.output_exact) == (fields, fields == 1.0)
+
+    agent = make_agent([classified("direct")])  # the script ends before any answer
+    failed = await run_question(agent, plain)
+    assert (failed.status, failed.output_fields, failed.output_exact) == ("error", 0.0, False)
+    summary = summarize([answered, failed])
+    assert (summary.output_fields, summary.output_exact_rate) == (0.5, 0.5)

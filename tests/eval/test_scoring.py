@@ -1,15 +1,18 @@
-"""Answer and tool-call scores (agentrt.eval.scoring)."""
+"""Answer, typed output and tool-call scores (agentrt.eval.scoring)."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import JsonValue
 
 from agentrt.eval.scoring import (
     MatchMode,
     exact_match,
     normalize_answer,
+    output_fields,
+    same_value,
     token_f1,
     tool_precision_recall,
     trajectory_match,
@@ -55,6 +58,64 @@ class TestAnswers:
         assert f1 == pytest.approx(token_f1(b, a))
         if exact_match(a, b):
             assert f1 == 1.0
+
+
+INVOICE: JsonValue = {"total": 1280.5, "currency": "EUR", "paid": False, "lines": [1, 2]}
+
+
+class TestOutputs:
+    @pytest.mark.parametrize(
+        ("output", "fields"),
+        [
+            ({"total": 1280.5, "currency": "EUR", "paid": False, "lines": [1, 2]}, (4, 4)),
+            # Extra fields are not asked about; strings compare as answers do.
+            ({"total": 1280.5, "currency": "eur.", "paid": False, "lines": [1, 2], "x": 1}, (4, 4)),
+            ({"total": 1281.5, "currency": "EUR", "paid": False, "lines": [1, 2]}, (3, 4)),
+            ({"total": 1280.5, "currency": "USD", "paid": None, "lines": [2, 1]}, (1, 4)),
+            ({"currency": "EUR"}, (1, 4)),
+            ("total 1280.5 EUR", (0, 4)),
+            (None, (0, 4)),
+        ],
+        ids=["all", "extra-and-case", "one-number", "three-wrong", "missing", "text", "none"],
+    )
+    def test_an_object_is_scored_per_field(
+        self, output: JsonValue, fields: tuple[int, int]
+    ) -> None:
+        assert output_fields(output, INVOICE) == fields
+
+    @pytest.mark.parametrize(
+        ("output", "expected", "right"),
+        [
+            (42, 42, 1),
+            ("The answer: 42", "answer 42", 1),
+            ([1, "a"], [1, "A"], 1),
+            ({}, {}, 1),
+            ({"a": 1}, {}, 0),
+            ("42", 42, 0),
+        ],
+    )
+    def test_any_other_value_is_one_field(
+        self, output: JsonValue, expected: JsonValue, right: int
+    ) -> None:
+        assert output_fields(output, expected) == (right, 1)
+
+    @pytest.mark.parametrize(
+        ("got", "expected", "same"),
+        [
+            (100.009, 100, True),  # within 0.01%
+            (100.02, 100, False),
+            (7, 7.0, True),
+            (0, 0, True),
+            (True, 1, False),  # a boolean is no number
+            (1, True, False),
+            (None, None, True),
+            ([1, 2], [1, 2, 3], False),
+            ({"a": {"b": "The X"}}, {"a": {"b": "x"}}, True),
+            ({"a": 1, "b": 2}, {"a": 1}, False),  # nested objects are compared whole
+        ],
+    )
+    def test_values(self, got: JsonValue, expected: JsonValue, same: bool) -> None:
+        assert same_value(got, expected) is same
 
 
 class TestTools:

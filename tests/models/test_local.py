@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -132,3 +134,41 @@ async def test_a_short_real_run(local: LocalModel, tmp_path: Path) -> None:
 def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"no model '.*nope\.gguf': give a \.gguf file or one of"):
         LocalModel(tmp_path / "nope.gguf")
+
+
+QUIET = """
+import asyncio, io, logging, sys
+from agentrt import LocalModel, Message, ModelRequest, TextChunk
+
+buffer = io.StringIO()
+logging.basicConfig(stream=buffer, level=logging.DEBUG, format="%(name)s|%(message)s")
+model = LocalModel(sys.argv[1], max_tokens=4)
+request = ModelRequest(messages=[Message(role="user", content="Say hi.")])
+
+async def answer() -> str:
+    return "".join([c.text async for c in model.stream(request) if isinstance(c, TextChunk)])
+
+assert asyncio.run(answer())
+with open(sys.argv[2], "w") as out:
+    out.write(buffer.getvalue())
+"""
+
+
+def test_llama_cpp_logs_go_to_logging(small_model_path: Path, tmp_path: Path) -> None:
+    """A program that loads the embedded model and generates prints nothing on stdout or
+    stderr; llama.cpp's own log lines reach its `logging` set-up, at debug, under
+    `agentrt.models.llama_cpp`."""
+    logged = tmp_path / "log.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", QUIET, str(small_model_path), str(logged)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", "")
+    lines = logged.read_text().splitlines()
+    native = [line for line in lines if line.startswith("agentrt.models.llama_cpp|")]
+    assert any("llama_model_loader" in line or "llama_context" in line for line in native)
