@@ -13,8 +13,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from pydantic import BaseModel
 
-from agentrt import Agent, AgentSettings, RunFinishedEvent, ScriptedModel, Workspace
+from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
 from agentrt.eval.metrics import EvalResult, pipeline_metrics, score, summarize
 from agentrt.eval.questions import EvalQuestion, load_questions
 from agentrt.eval.runner import evaluate, run_question
@@ -266,6 +267,11 @@ def test_eval_command_rejects_a_bad_set_in_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"error: {path}:1: question: Field required"
 
 
+class Days(BaseModel):
+    days: int
+    unit: str
+
+
 async def test_outputs_are_scored_per_field(make_agent: MakeAgent) -> None:
     """A run without a typed output is scored on its answer text; a typed output, as
     `run_finished` records it, per field; a run that failed has no output to score."""
@@ -278,13 +284,16 @@ async def test_outputs_are_scored_per_field(make_agent: MakeAgent) -> None:
     assert (answered.status, answered.output_fields, answered.output_exact) == ("ok", 1.0, True)
 
     agent = make_agent([classified("direct"), '{"days": 385, "unit": "day"}'])
-    run = await agent.run_to_completion(typed.question)
-    *events, finished = run.trajectory.events
-    assert isinstance(finished, RunFinishedEvent)
-    assert score(typed, run.trajectory.events, None).output_fields == 0.0  # JSON text, no output
-    for output, fields in [({"days": 385.0, "unit": "Day"}, 1.0), ({"days": 386}, 0.0)]:
-        recorded = [*events, finished.model_copy(update={"output": output})]
-        result = score(typed, recorded, None)
+    as_text = await run_question(agent, typed)  # JSON text, but no typed output
+    assert (as_text.status, as_text.output_fields) == ("ok", 0.0)
+    for answer, fields in [
+        ('{"days": 385.0, "unit": "Day"}', 1.0),
+        ('{"days": 386, "unit": "day"}', 0.5),
+    ]:
+        typed_agent = Agent(
+            ScriptedModel([answer]), output_type=Days, settings=AgentSettings(trajectory_dir=None)
+        )
+        result = await run_question(typed_agent, typed)
         assert (result.output_fields, result.output_exact) == (fields, fields == 1.0)
 
     agent = make_agent([classified("direct")])  # the script ends before any answer
