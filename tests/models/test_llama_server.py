@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from agentrt import (
     Agent,
@@ -193,3 +194,19 @@ async def test_a_run_with_native_calls(server: str, tmp_path: Path) -> None:
     turns = [e for e in events if isinstance(e, ModelResponseEvent) and e.purpose == "turn"]
     assert len(turns) == 4  # every turn after the first was answered with tool results in it
     assert result.status == "budget_exhausted"
+
+
+class Capital(BaseModel):
+    city: str
+    country: str
+
+
+async def test_a_typed_output_over_the_server(server: str) -> None:
+    """The output step goes to the server with the schema (llama.cpp builds a grammar from
+    it): the answer validates, whatever the prose before it said."""
+    async with model(server, max_tokens=40) as m:
+        agent = Agent(m, output_type=Capital, output_retries=0)
+        result = await agent.run("What is the capital of France?")
+    assert result.status == "ok", result.error
+    assert isinstance(result.output, Capital)
+    assert result.output.city.strip()

@@ -23,6 +23,7 @@ from agentrt import (
     Message,
     ModelRequest,
     ModelResponseEvent,
+    OutputDeltaEvent,
     TextChunk,
     Trajectory,
     UsageChunk,
@@ -129,6 +130,24 @@ async def test_a_short_real_run(local: LocalModel, tmp_path: Path) -> None:
     assert result.path is not None
     _, difference = await replay(Trajectory.read(result.path))
     assert difference is None
+
+
+class Capital(BaseModel):
+    city: str
+    country: str
+
+
+async def test_a_typed_output_is_valid_by_construction(local: LocalModel) -> None:
+    """A code-first agent with a typed output on the 0.5B: whatever its prose says, the final
+    step is grammar-bound to the schema, so the output validates; it streams as deltas."""
+    agent = Agent(local, output_type=Capital, output_retries=0)
+    result = await agent.run("What is the capital of France?")
+    assert result.status == "ok", result.error
+    assert isinstance(result.output, Capital)
+    assert result.output.city.strip()
+    deltas = [e for e in result.trajectory.events if isinstance(e, OutputDeltaEvent)]
+    assert deltas
+    assert Capital.model_validate(deltas[-1].output) == result.output
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
