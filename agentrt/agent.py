@@ -16,7 +16,7 @@ import functools
 import json
 import math
 import secrets
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +44,7 @@ from agentrt.events import (
 from agentrt.exceptions import AgentrtError, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
-from agentrt.output import OutputSpec, structured_output
+from agentrt.output import FINAL_RESULT, OutputSpec, structured_output
 from agentrt.parsing.answers import JSONProblem
 from agentrt.planning import PlannerInput, PlannerResult, Progress, run_planner
 from agentrt.result import AgentRun, RunResult
@@ -140,6 +140,10 @@ class Agent(Generic[DepsT, OutputT]):
         self.workspace = _workspace(workspace, [_as_tool(t) for t in tools], instructions)
         self.output = OutputSpec(output_type)
         """The output type, checked: its validator and JSON schema."""
+        self._final = (
+            self.output.final_tool() if model.native_tools and not self.output.is_text else None
+        )
+        """What a native tool-calling model ends a typed `react` run with (`agentrt.output`)."""
         self.output_retries = output_retries
         self.deps_type = deps_type
         # Deps are for running tools: a replay answering calls from a recording needs none.
@@ -447,7 +451,13 @@ class Agent(Generic[DepsT, OutputT]):
         progress: Progress,
     ) -> PlannerResult:
         offered = await self._narrow(strategy, request.query)
-        tools = self.workspace.tools
+        tools: Mapping[str, Tool] = self.workspace.tools
+        if self._final is not None and strategy.planner == "react":
+            tools = {**tools, FINAL_RESULT: self._final}
+            offered = [
+                NarrowedTool(name=FINAL_RESULT, source="builtin") if t.name == "finish" else t
+                for t in offered
+            ]
         ctx.header = ctx.header.model_copy(
             update={
                 "strategy": strategy.name,

@@ -10,6 +10,11 @@ backend constrains. What still fails validation (a validator the schema cannot e
 backend that does not constrain) goes back to the model with the exact errors, `retries`
 times, before the run ends `error` naming the last of them. While the answer streams,
 `output_delta` events carry it as far as it has been parsed.
+
+With a model that calls tools natively, a `react` run offers a `final_result` tool instead of
+`finish`: its one argument, `answer`, has the output's schema, so the model gives the typed
+answer as a tool call, checked like any other (invalid arguments go back to it with their
+errors) and no extra call is needed.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from contextlib import aclosing
 from typing import Any, Generic, TypeVar
 
 import pydantic_core
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic import ConfigDict, JsonValue, TypeAdapter, ValidationError, create_model
 
 from agentrt._validation import describe_errors
 from agentrt.events import OutputDeltaEvent, Usage
@@ -27,8 +32,12 @@ from agentrt.exceptions import OutputInvalid, UserError
 from agentrt.models.base import Message, ModelRequest, TextChunk, UsageChunk
 from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.run import RunContext
+from agentrt.tool import Tool
 
-__all__ = ["OutputSpec", "structured_output"]
+__all__ = ["FINAL_RESULT", "OutputSpec", "structured_output"]
+
+FINAL_RESULT = "final_result"
+"""The tool a native tool-calling model ends a typed run with (it takes `finish`'s place)."""
 
 OutputT = TypeVar("OutputT")
 
@@ -65,6 +74,25 @@ class OutputSpec(Generic[OutputT]):
         if self.is_text:
             return self.adapter.validate_python(text)
         return self.adapter.validate_python(find_json(text))
+
+    def final_tool(self) -> Tool:
+        """The `final_result` tool: its `answer` argument is the output, returned as JSON."""
+        arguments = create_model(
+            f"{FINAL_RESULT}_arguments",
+            __config__=ConfigDict(extra="forbid"),
+            answer=(self.type, ...),
+        )
+
+        def final_result(answer: Any) -> str:
+            return json.dumps(self.dump(answer), ensure_ascii=False)
+
+        return Tool(
+            final_result,
+            description=f"Give the final answer (a {self.name}) and end the run.",
+            args_model=arguments,
+            ends_run=True,
+            cache=False,
+        )
 
     def dump(self, value: OutputT) -> JsonValue:
         """The output as JSON data (for `run_finished` and the trajectory)."""

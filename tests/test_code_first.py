@@ -17,10 +17,12 @@ from agentrt import (
     AgentSettings,
     ClassifiedEvent,
     Message,
+    NativeToolCall,
     OutputDeltaEvent,
     RunFailed,
     RunFinishedEvent,
     ScriptedModel,
+    ScriptedTurn,
     ToolContext,
     ToolDefinitionError,
     ToolFinishedEvent,
@@ -307,3 +309,33 @@ class TestHistory:
         assert [m.role for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
         with pytest.raises(UserError, match="give message_history or session_id, not both"):
             agent.run("x", session_id="s", message_history=[])
+
+
+class TestNativeFinalResult:
+    async def test_a_native_model_answers_with_the_final_result_tool(self, tmp_path: Path) -> None:
+        """No extra call: the typed answer is the tool's argument, checked as any call is; an
+        invalid one goes back to the model with its errors."""
+
+        def final(arguments: str, n: int) -> ScriptedTurn:
+            call = NativeToolCall(id=f"c{n}", name="final_result", arguments=arguments)
+            return ScriptedTurn(tool_calls=[call])
+
+        model = ScriptedModel(
+            [
+                final('{"answer": {"name": "Lyon", "population": -1}}', 1),
+                final('{"answer": {"name": "Lyon", "population": 522000}}', 2),
+            ],
+            native_tools=True,
+        )
+        agent = Agent(model, output_type=City, settings=settings(tmp_path))
+        result = await agent.run("How many people live in Lyon?")
+        assert result.output == City(name="Lyon", population=522000)
+        assert len(model.requests) == 2
+        offered = [t.name for t in model.requests[0].tools]
+        assert offered == ["final_result"]
+        assert model.requests[0].tools[0].parameters["properties"]["answer"]["$ref"]
+        refused = model.requests[1].messages[-1]
+        assert refused.role == "tool"
+        assert "population" in refused.content
+        assert "greater than 0" in refused.content
+        check_stream(result.trajectory.events)
