@@ -3,9 +3,12 @@
 ```python
 from agentrt import Agent, LocalModel
 
-agent = Agent(model=LocalModel())  # the default workspace, the embedded model
-async for event in agent.run("What is 17.5% of 2340?"):
-    ...
+def percent(rate: float, of: float) -> float:
+    """`rate` percent of `of`."""
+    return rate / 100 * of
+
+agent = Agent(LocalModel(), tools=[percent])  # the embedded model, no workspace folder
+result = await agent.run("What is 17.5% of 2340?")  # or: async for event in agent.run(...)
 ```
 
 The names below are the stable API; the modules users may import beside it are listed in the
