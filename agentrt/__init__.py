@@ -4,7 +4,7 @@
 from agentrt import Agent, LocalModel
 
 def percent(rate: float, of: float) -> float:
-    """`rate` percent of `of`."""
+    '''`rate` percent of `of`.'''
     return rate / 100 * of
 
 agent = Agent(LocalModel(), tools=[percent])  # the embedded model, no workspace folder

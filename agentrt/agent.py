@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Generic
+from typing import Any, Generic, get_origin
 
 import anyio
 from pydantic import JsonValue, ValidationError
@@ -41,7 +41,7 @@ from agentrt.events import (
     Timings,
     TurnStartedEvent,
 )
-from agentrt.exceptions import AgentrtError, UserError
+from agentrt.exceptions import AgentrtError, TokenLimitReached, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.output import FINAL_RESULT, OutputSpec, structured_output
@@ -240,7 +240,7 @@ class Agent(Generic[DepsT, OutputT]):
                 "the run was given none: run(query, deps=...)"
             )
             raise UserError(msg)
-        checkable = isinstance(self.deps_type, type) and self.deps_type is not _NO_DEPS
+        checkable = _plain_class(self.deps_type) and self.deps_type is not _NO_DEPS
         if deps is not None and checkable and not isinstance(deps, self.deps_type):
             msg = (
                 f"deps is a {type(deps).__name__}, not the agent's deps_type "
@@ -399,13 +399,17 @@ class Agent(Generic[DepsT, OutputT]):
         except (JSONProblem, ValidationError):
             progress.steps += 1
             ctx.emit(TurnStartedEvent, step=progress.steps)
-            value = await structured_output(
-                ctx,
-                self.output,
-                [*history, *outcome.new],
-                step=progress.steps,
-                retries=self.output_retries,
-            )
+            try:
+                value = await structured_output(
+                    ctx,
+                    self.output,
+                    [*history, *outcome.new],
+                    step=progress.steps,
+                    retries=self.output_retries,
+                )
+            except TokenLimitReached as exc:  # recorded already, as in a planner's turn
+                outcome.status, outcome.error = "budget_exhausted", str(exc)
+                return
         outcome.output, outcome.dumped = value, self.output.dump(value)
         dumped = outcome.dumped
         outcome.answer = (
@@ -578,6 +582,11 @@ class Agent(Generic[DepsT, OutputT]):
         )
 
 
+def _plain_class(t: Any) -> bool:
+    """Whether `isinstance` can check against `t` (a class, not `list[int]` or a union)."""
+    return isinstance(t, type) and get_origin(t) is None
+
+
 def _type_name(t: Any) -> str:
     return f"{t.__module__}.{t.__qualname__}" if isinstance(t, type) else repr(t)
 
@@ -614,7 +623,7 @@ def _tools_needing_deps(workspace: Workspace, deps_type: Any) -> list[str]:
         if wanted is None:
             continue
         needing.append(tool.name)
-        comparable = isinstance(wanted, type) and isinstance(deps_type, type)
+        comparable = _plain_class(wanted) and _plain_class(deps_type)
         if comparable and not issubclass(deps_type, wanted):
             msg = (
                 f"tool {tool.name!r} reads deps of type {wanted.__name__} (its "
