@@ -328,13 +328,10 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> None:
         progress = Progress()
         session = self.sessions.get(request.session_id) if request.session_id else None
-        outcome.history = (
-            request.history
-            if request.history is not None
-            else list(session.messages)
-            if session is not None
-            else []
-        )
+        if request.history is not None:
+            outcome.history = request.history
+        elif session is not None:
+            outcome.history = list(session.messages)
         try:
             with cancel:
                 try:
