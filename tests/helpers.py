@@ -23,7 +23,9 @@ REAL_MODEL_WORKSPACE = Path(__file__).parent / "models" / "workspace"
 """Two strategies and one tool, for runs on a real model: its prompt, and so the CPU time of
 every turn, stays short."""
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+EXAMPLES = ROOT / "examples"
 
 MakeAgent = Callable[..., Agent]
 """The `make_agent` fixture: an agent over the test workspace playing scripted turns."""
@@ -77,11 +79,20 @@ def header(run_id: str = "run") -> TrajectoryHeader:
 
 def load_benchmark(name: str) -> ModuleType:
     """benchmarks/NAME.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
+    return _load_script(BENCHMARKS / f"{name}.py", f"{name}_benchmark")
+
+
+def load_example(name: str) -> ModuleType:
+    """examples/NAME.py as a module (examples/ is not a package: each file stands alone)."""
+    return _load_script(EXAMPLES / f"{name}.py", f"{name}_example")
+
+
+def _load_script(path: Path, module_name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    # Its dataclasses resolve their annotations through sys.modules while the class body runs.
+    # Its dataclasses and pydantic models resolve their annotations through sys.modules.
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
