@@ -278,7 +278,7 @@ async def test_outputs_are_scored_per_field(make_agent: MakeAgent) -> None:
     assert (answered.status, answered.output_fields, answered.output_exact) == ("ok", 1.0, True)
 
     agent = make_agent([classified("direct"), '{"days": 385, "unit": "day"}'])
-    run = await agent.run_to_completion(typed.question)
+    run = await agent.run(typed.question)
     *events, finished = run.trajectory.events
     assert isinstance(finished, RunFinishedEvent)
     assert score(typed, run.trajectory.events, None).output_fields == 0.0  # JSON text, no output
