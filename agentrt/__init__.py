@@ -3,9 +3,12 @@
 ```python
 from agentrt import Agent, LocalModel
 
-agent = Agent(model=LocalModel())  # the default workspace, the embedded model
-async for event in agent.run("What is 17.5% of 2340?"):
-    ...
+def add(a: int, b: int) -> int:
+    "Add two integers."
+    return a + b
+
+agent = Agent(LocalModel(), tools=[add])  # the embedded model; or a workspace folder: workspace=
+result = await agent.run("What is 1234 + 5678?")  # or: async for event in agent.run(...)
 ```
 
 The names below are the stable API; the modules users may import beside it are listed in the

@@ -3,9 +3,6 @@ scripted model, the embedded one on the real 0.5B model, as a user runs it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -21,7 +18,7 @@ from agentrt import (
     ToolFinishedEvent,
     event_adapter,
 )
-from tests.helpers import EXAMPLES, ROOT, call, check_stream, load_example
+from tests.helpers import EXAMPLES, call, check_stream, load_example, run_python
 from tests.server.serving import LiveServer
 
 
@@ -121,22 +118,6 @@ async def test_chat_history_the_second_turn_sees_the_first(
     assert capsys.readouterr().out == (
         "> How much is 100 EUR in USD?\n100 EUR is 108 USD.\n> And in yen?\n100 EUR is 16200 JPY.\n"
     )
-
-
-def run_python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Python run as a user runs it (in `cwd`), importing this checkout's agentrt."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, *args],
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": path},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done
 
 
 def test_embedded_model_runs_on_the_small_model(tmp_path: Path) -> None:
