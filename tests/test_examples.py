@@ -19,7 +19,7 @@ from agentrt import (
     event_adapter,
 )
 from tests.helpers import EXAMPLES, call, check_stream, load_example, run_python
-from tests.server.serving import LiveServer
+from tests.server.serving import LiveServer, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +79,33 @@ class TestFastAPIChat:
         # Bad input is refused before any stream starts, saying why.
         assert empty.status_code == 422
         assert empty.json() == {"detail": "the query is empty"}
+
+    def test_a_client_leaving_mid_stream_cancels_the_run(self, tmp_path: Path) -> None:
+        """What the example's `async with run` is for: the recorded run ends `cancelled`,
+        long before the slow model would have finished its answer."""
+        example = load_example("fastapi_chat")
+        model = ScriptedModel(["word " * 3000], token_delay=0.01)  # 30 s of answer
+        app = example.create_app(example.build_agent(model))
+        with (
+            LiveServer(app, server=uvicorn.Server) as server,
+            httpx.Client(base_url=server.url, timeout=30) as client,
+        ):
+            body = {"message": "Talk."}
+            with connect_sse(client, "POST", "/chat", json=body) as source:
+                for sse in source.iter_sse():
+                    if sse.event == "text_delta":
+                        break  # and the connection closes
+
+            def finished() -> list[str]:
+                return [
+                    line
+                    for path in tmp_path.rglob("*.jsonl")
+                    for line in path.read_text(encoding="utf-8").splitlines()
+                    if '"type":"run_finished"' in line
+                ]
+
+            (end,) = wait_until(finished, "the run to be recorded as finished", timeout=10)
+        assert '"status":"cancelled"' in end
 
 
 async def test_database_deps_the_tool_reads_the_injected_connection(
