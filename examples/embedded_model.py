@@ -59,6 +59,7 @@ async def main(model: LocalModel) -> Forecast:
 
 
 if __name__ == "__main__":
-    # A short answer cap: a forecast is a few dozen tokens, and the small model is quick to it.
+    # Answers capped at 256 tokens: a forecast takes a few dozen, and a model that rambles is
+    # cut off sooner than at the default 512 (on 2 cores, 5-20 tokens a second).
     pack = SMALL_PACK if "--small" in sys.argv[1:] else DEFAULT_PACK
     asyncio.run(main(LocalModel(pack, max_tokens=256)))
