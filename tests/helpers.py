@@ -6,6 +6,8 @@ import importlib.util
 import itertools
 import json
 import logging
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +25,9 @@ REAL_MODEL_WORKSPACE = Path(__file__).parent / "models" / "workspace"
 """Two strategies and one tool, for runs on a real model: its prompt, and so the CPU time of
 every turn, stays short."""
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+EXAMPLES = ROOT / "examples"
 
 MakeAgent = Callable[..., Agent]
 """The `make_agent` fixture: an agent over the test workspace playing scripted turns."""
@@ -77,14 +81,39 @@ def header(run_id: str = "run") -> TrajectoryHeader:
 
 def load_benchmark(name: str) -> ModuleType:
     """benchmarks/NAME.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
+    return _load_script(BENCHMARKS / f"{name}.py", f"{name}_benchmark")
+
+
+def load_example(name: str) -> ModuleType:
+    """examples/NAME.py as a module (examples/ is not a package: each file stands alone)."""
+    return _load_script(EXAMPLES / f"{name}.py", f"{name}_example")
+
+
+def _load_script(path: Path, module_name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    # Its dataclasses resolve their annotations through sys.modules while the class body runs.
+    # Its dataclasses and pydantic models resolve their annotations through sys.modules.
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Python run as a user runs it (in `cwd`), importing this checkout's agentrt."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
 
 
 _RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}

@@ -77,3 +77,12 @@ def test_every_module_is_public_or_says_it_is_internal(name: str, path: Path) ->
     elif not any(part.startswith("_") for part in name.split(".")) and not defines_nothing(path):
         first = docstring(path).splitlines()[0] if docstring(path) else ""
         assert first.startswith("Internal"), f"{name}: neither in the README nor 'Internal …'"
+
+
+def test_every_public_module_has_a_reference_page() -> None:
+    """Each module the README lists is rendered on a page of docs/reference/ (`::: name`)."""
+    pages = "".join(
+        p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "reference").glob("*.md")
+    )
+    rendered = set(re.findall(r"^::: (agentrt(?:\.\w+)*)$", pages, re.MULTILINE))
+    assert PUBLIC - rendered == set()

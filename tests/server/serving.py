@@ -25,9 +25,15 @@ T = TypeVar("T")
 
 
 class LiveServer:
-    """`with LiveServer(app) as server:` serves `app` at `server.url` until the block ends."""
+    """`with LiveServer(app) as server:` serves `app` at `server.url` until the block ends.
 
-    def __init__(self, app: FastAPI, host: str = "127.0.0.1") -> None:
+    :param server: the uvicorn server class: agentrt's for an app of `create_app`, uvicorn's
+        own for any other app (agentrt's refuses those)
+    """
+
+    def __init__(
+        self, app: FastAPI, host: str = "127.0.0.1", *, server: type[uvicorn.Server] = Server
+    ) -> None:
         self.app = app
         # Bound and listening before the server starts: clients may connect at once (the
         # kernel queues them), so nothing has to wait for the server to come up.
@@ -36,7 +42,7 @@ class LiveServer:
         self._sock.listen(256)
         self.port: int = self._sock.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        self._server = Server(
+        self._server = server(
             uvicorn.Config(
                 app,
                 log_level="warning",
@@ -48,9 +54,10 @@ class LiveServer:
         self._thread = threading.Thread(target=self._serve, name="uvicorn", daemon=True)
 
     def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self._server.serve(sockets=[self._sock]))
-        self._loop.close()
+        # As `asyncio.run` ends: what the app left running on the loop is cancelled before the
+        # loop closes (sse-starlette keeps a shutdown watcher task per loop, for one).
+        with asyncio.Runner(loop_factory=lambda: self._loop) as runner:
+            runner.run(self._server.serve(sockets=[self._sock]))
 
     def __enter__(self) -> LiveServer:
         self._thread.start()
