@@ -42,8 +42,8 @@ FINAL_RESULT = "final_result"
 OutputT = TypeVar("OutputT")
 
 _ASK = (
-    "Now give your final answer as one JSON value matching this JSON schema, and nothing "
-    "else:\n{schema}"
+    "Your answer was:\n{answer}\n\nWrite that answer as one JSON value matching this JSON "
+    "schema, and nothing else:\n{schema}"
 )
 _FIX = "That answer is not valid: {errors}. Give the corrected JSON value, and nothing else."
 
@@ -134,7 +134,10 @@ async def structured_output(
     :raises OutputInvalid: no valid answer after `retries` retries
     """
     schema = json.dumps(spec.schema, ensure_ascii=False)
-    messages = [*conversation, Message(role="user", content=_ASK.format(schema=schema))]
+    # The answer is quoted next to the request: small models copy from there, where they
+    # lose it a message back.
+    ask = _ASK.format(answer=conversation[-1].content, schema=schema)
+    messages = [*conversation, Message(role="user", content=ask)]
     for _ in range(retries + 1):
         text = await _stream_output(ctx, spec, messages, step)
         try:

@@ -106,6 +106,9 @@ class Model(Protocol):
 
     `stream` raises `ModelError` (or a subclass) when the call fails; a partial stream that
     ends with an exception is discarded by the caller.
+
+    A backend may also set `calls_in_text = True` (read with `getattr`, default False): it
+    shows the model the tools natively, but the model writes its calls as text.
     """
 
     @property

@@ -148,6 +148,8 @@ async def test_a_typed_output_is_valid_by_construction(local: LocalModel) -> Non
     deltas = [e for e in result.trajectory.events if isinstance(e, OutputDeltaEvent)]
     assert deltas
     assert Capital.model_validate(deltas[-1].output) == result.output
+    # It writes calls as text: the schema-bound step, not a final-result tool it could botch.
+    assert "final_result" not in result.trajectory.header.tools
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
