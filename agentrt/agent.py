@@ -140,8 +140,8 @@ class Agent(Generic[DepsT, OutputT]):
         self.workspace = _workspace(workspace, [_as_tool(t) for t in tools], instructions)
         self.output = OutputSpec(output_type)
         """The output type, checked: its validator and JSON schema."""
-        native_calls = model.native_tools and not getattr(model, "calls_in_text", False)
-        self._final = self.output.final_tool() if native_calls and not self.output.is_text else None
+        as_tool = getattr(model, "final_result_tool", False) and not self.output.is_text
+        self._final = self.output.final_tool() if as_tool else None
         """What a native tool-calling model ends a typed `react` run with (`agentrt.output`)."""
         self.output_retries = output_retries
         self.deps_type = deps_type

@@ -107,8 +107,11 @@ class Model(Protocol):
     `stream` raises `ModelError` (or a subclass) when the call fails; a partial stream that
     ends with an exception is discarded by the caller.
 
-    A backend may also set `calls_in_text = True` (read with `getattr`, default False): it
-    shows the model the tools natively, but the model writes its calls as text.
+    A backend may also say `final_result_tool = True` (read with `getattr`, default False):
+    its model gives a typed output well as a native tool call (`agentrt.output`), so it needs
+    no extra, schema-bound final step. Leave it False where calls are written as text or a
+    server's tool-call parsing is unreliable (the embedded model, llama.cpp, vLLM): the
+    schema-bound step is valid by construction.
     """
 
     @property

@@ -67,10 +67,6 @@ class LocalModel:
 
     native_tools = True
     """Tools go to the chat template, not into agentrt's prompt (see the module docstring)."""
-    calls_in_text = True
-    """The model sees the tools through its chat template but writes its calls as text, not
-    constrained: a typed output takes the schema-bound final step (`agentrt.output`), which
-    is valid by construction, rather than a final-result tool it could get wrong."""
 
     def __init__(
         self,

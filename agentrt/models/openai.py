@@ -160,6 +160,13 @@ class OpenAIModel:
     def native_tools(self) -> bool:
         return self.settings.tool_mode == "native"
 
+    @property
+    def final_result_tool(self) -> bool:
+        """A typed output as a native tool call: with native tools on a server that takes
+        OpenAI's strict `json_schema` (OpenAI's own); llama.cpp and vLLM get the schema-bound
+        final step instead (see `Model`)."""
+        return self.native_tools and self.settings.structured_output == "json_schema"
+
     async def aclose(self) -> None:
         """Close the connection pool, unless the client was passed in."""
         if self._owns_client:

@@ -67,6 +67,8 @@ class ScriptedModel:
         self._name = name
         self.native_tools = native_tools
         """Whether tool definitions are expected natively; the script decides what it answers."""
+        self.final_result_tool = native_tools
+        """A typed output is asked for as a `final_result` call when the tools are native."""
         self.requests: list[ModelRequest] = []
         """Every request received, for tests to inspect."""
 

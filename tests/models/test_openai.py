@@ -634,3 +634,21 @@ class TestSettings:
         assert key.get_secret_value() == "sk-agentrt"
         async with OpenAIModel(s) as model:
             assert (model.name, model.native_tools) == ("qwen2.5-7b", False)
+
+
+@pytest.mark.parametrize(
+    ("settings", "as_tool"),
+    [
+        ({}, True),
+        ({"structured_output": "json_object"}, False),
+        ({"structured_output": "vllm"}, False),
+        ({"tool_mode": "text"}, False),
+    ],
+)
+async def test_a_typed_output_is_a_tool_call_only_on_openais_own_terms(
+    settings: dict[str, str], as_tool: bool
+) -> None:
+    """OpenAI's native calls take the output as a `final_result` call; llama.cpp, vLLM and
+    text-mode servers get the schema-bound final step."""
+    async with OpenAIModel(OpenAISettings(base_url="http://127.0.0.1:9", **settings)) as model:  # type: ignore[arg-type]
+        assert model.final_result_tool is as_tool
