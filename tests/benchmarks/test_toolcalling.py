@@ -1,0 +1,67 @@
+"""benchmarks/toolcalling.py: its data is well-formed, its halves split it, its scoring is what
+its docstring says, and a first turn is read through the real agent. Its numbers are read by
+people, never asserted here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import ModuleType
+
+import pytest
+
+from agentrt import ScriptedModel
+from tests.helpers import call, load_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_benchmark("toolcalling")
+
+
+def test_the_data_is_what_the_docstring_says(bench: ModuleType) -> None:
+    tools, questions = bench.load()
+    assert (len(tools), sum(map(len, tools.values()))) == (12, 60)
+    assert len(questions) >= 150
+    assert Counter(q.kind for q in questions) == {
+        "simple": 72,
+        "candidates": 36,
+        "parallel": 24,
+        "none": 24,
+    }
+    for q in questions:
+        offered = {t.name: t for t in tools[q.domain]}
+        for name, arguments in q.calls:
+            assert name in offered, q.id
+            assert set(arguments) <= set(offered[name].args_model.model_fields), q.id
+        assert (q.kind == "none") == (not q.calls), q.id
+        assert (q.kind == "parallel") == (len(q.calls) > 1), q.id
+    dev, held_out = bench.half(questions, "dev"), bench.half(questions, "held-out")
+    assert {q.id for q in dev}.isdisjoint(q.id for q in held_out)
+    assert len(dev) + len(held_out) == len(questions)
+    assert Counter(q.kind for q in dev) == Counter(q.kind for q in held_out)
+
+
+def test_scoring(bench: ModuleType) -> None:
+    question = bench.Question(
+        id="x-parallel-0",
+        kind="parallel",
+        text="",
+        domain="x",
+        calls=[("f", {"city": "Paris", "n": 2}), ("f", {"city": "Rome"})],
+    )
+    assert bench.right(question, [("f", {"city": " rome "}), ("f", {"city": "PARIS", "n": 2.0})])
+    assert not bench.right(question, [("f", {"city": "Paris", "n": 2})])
+    assert not bench.right(question, [("f", {"city": "Paris", "n": 3}), ("f", {"city": "Rome"})])
+    assert not bench.right(question, [("f", {"city": "Paris", "n": True}), ("f", {"city": "Rome"})])
+
+
+async def test_a_first_turn_is_read_through_the_agent(bench: ModuleType) -> None:
+    tools, questions = bench.load()
+    question = next(q for q in questions if q.kind == "parallel")
+    (name, arguments), (name2, arguments2) = question.calls[:2]
+    turn = call(name, **arguments) + call(name2, **arguments2)
+    model = ScriptedModel([turn, "done"])
+    calls, invalid = await bench.first_turn(model, tools[question.domain], question)
+    assert (bench.right(question, calls), invalid) == (len(question.calls) == 2, False)
+    bad = ScriptedModel(['<tool_call>{"name": ' + name + "}</tool_call>", "done"])
+    assert (await bench.first_turn(bad, tools[question.domain], question))[1] is True
