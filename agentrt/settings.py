@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +32,10 @@ class AgentSettings(BaseModel):
     """Most tokens one model answer may stream (estimated as they arrive); an answer that goes
     on past it is cut there and the run ends `budget_exhausted`, so a model that never stops
     writing cannot hold a run. None: no cap (the model's own `max_tokens` still applies)."""
+    constrain_tools: Literal["auto", "on", "off"] = "auto"
+    """Whether a `react` turn of a model that can (the embedded model) is constrained by a
+    grammar to text or valid calls of the offered tools; `auto` is on for the embedded model
+    (see `agentrt.models.grammar`)."""
     turn_retries: int = Field(1, ge=0)
     """How often a turn whose stream broke off mid-answer is asked again."""
     session_store: Path | None = None

@@ -174,10 +174,11 @@ def right(question: Question, calls: list[tuple[str, dict[str, Any]]]) -> bool:
 
 
 async def first_turn(
-    model: Model, tools: list[Tool], question: Question
+    model: Model, tools: list[Tool], question: Question, constrain: str = "off"
 ) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
     """The calls of the model's first turn on `question`, and whether any was invalid."""
-    agent = Agent(model, tools=tools, settings=AgentSettings(trajectory_dir=None))
+    settings = AgentSettings(trajectory_dir=None, constrain_tools=constrain)  # type: ignore[arg-type]
+    agent = Agent(model, tools=tools, settings=settings)
     calls: list[tuple[str, dict[str, Any]]] = []
     invalid = False
     async with agent.run(question.text) as run:
@@ -192,13 +193,12 @@ async def first_turn(
 
 
 async def measure(
-    spec: str, tools: dict[str, list[Tool]], questions: list[Question]
+    model: Model, constrain: str, tools: dict[str, list[Tool]], questions: list[Question]
 ) -> dict[str, Tally]:
-    model = load_model(spec)
     tallies: dict[str, Tally] = defaultdict(Tally)
     for question in questions:
         started = time.perf_counter()
-        calls, invalid = await first_turn(model, tools[question.domain], question)
+        calls, invalid = await first_turn(model, tools[question.domain], question, constrain)
         seconds = time.perf_counter() - started
         ok = right(question, calls)
         for key in (question.kind, "all"):
@@ -207,8 +207,20 @@ async def measure(
             tally.no_call += not calls and bool(question.calls)
             tally.invalid += invalid
             tally.seconds.append(seconds)
-        logging.info("%s %s %s %s", spec, question.id, "right" if ok else "WRONG", calls)
+        logging.info("%s %s %s", question.id, "right" if ok else "WRONG", calls)
     return tallies
+
+
+async def measure_all(
+    specs: list[str], modes: list[str], tools: dict[str, list[Tool]], questions: list[Question]
+) -> dict[tuple[str, str], dict[str, Tally]]:
+    """Every model, constrained and not, in one event loop (a model's locks belong to one)."""
+    results = {}
+    for spec in specs:
+        model = load_model(spec)
+        for constrain in modes:
+            results[spec, constrain] = await measure(model, constrain, tools, questions)
+    return results
 
 
 def parser_speed() -> tuple[float, float]:
@@ -235,6 +247,7 @@ def parser_speed() -> tuple[float, float]:
 def main() -> None:
     args = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     args.add_argument("--models", nargs="+", default=["local:small"])
+    args.add_argument("--constrain", nargs="+", choices=["off", "on"], default=["off", "on"])
     args.add_argument("--half", choices=["dev", "held-out"], default="dev")
     args.add_argument("--limit", type=int, default=None, help="ask only this many questions")
     args.add_argument("--json", type=Path, help="also write the tallies here")
@@ -243,16 +256,15 @@ def main() -> None:
     chosen = half(questions, options.half)[: options.limit]
     count = sum(map(len, tools.values()))
     print(f"{len(tools)} domains, {count} tools; {len(chosen)} questions ({options.half})")
+    results = asyncio.run(measure_all(options.models, options.constrain, tools, chosen))
+    print("| model | constrained | kind | questions | right | no call | invalid | s/question |")
+    print("|---|---|---|---|---|---|---|---|")
     report: dict[str, dict[str, list[str]]] = {}
-    print("| model | kind | questions | right | no call | invalid | s/question |")
-    print("|---|---|---|---|---|---|---|")
-    for spec in options.models:
-        tallies = asyncio.run(measure(spec, tools, chosen))
-        report[spec] = {}
+    for (spec, constrain), tallies in results.items():
+        report[f"{spec} constrain={constrain}"] = {kind: t.row() for kind, t in tallies.items()}
         for kind in (*KINDS, "all"):
             if kind in tallies:
-                report[spec][kind] = tallies[kind].row()
-                print(f"| {spec} | {kind} | " + " | ".join(tallies[kind].row()) + " |")
+                print(f"| {spec} | {constrain} | {kind} | {' | '.join(tallies[kind].row())} |")
     whole, per_char = parser_speed()
     print(f"\nparser: {whole:.0f} µs per KB fed whole, {per_char:.0f} fed a character at a time")
     if options.json:

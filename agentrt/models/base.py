@@ -69,6 +69,10 @@ class ModelRequest(BaseModel):
     """Tools offered for native tool calling; backends that prompt in text ignore them."""
     json_schema: dict[str, Any] | None = None
     """When set, the answer must be one JSON value matching this schema."""
+    constrain_tools: Literal["auto", "on", "off"] = "auto"
+    """With `tools`: whether a backend that can (the embedded model) constrains the answer to
+    text or valid calls of them (`AgentSettings.constrain_tools`); `auto` leaves it to the
+    backend. Others ignore it."""
     purpose: str = "turn"
     """What the call is for (`turn`, `classify`, …); backends may tune sampling by it."""
     max_tokens: int | None = None

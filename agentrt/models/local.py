@@ -41,6 +41,7 @@ from agentrt.models.base import (
     for_llama_grammar,
     text_mode_messages,
 )
+from agentrt.models.grammar import tool_turn_grammar
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
 __all__ = ["DEFAULT_PACK", "SMALL_PACK", "LocalModel"]
@@ -156,6 +157,8 @@ class LocalModel:
             ]
             # Past a call, small models tend to write the result themselves: stop them there.
             kwargs["stop"] = ["<tool_response>"]
+            if request.constrain_tools != "off":  # `auto` is on: the grammar costs little here
+                kwargs["grammar"] = _llama_grammar(tool_turn_grammar(request.tools))
         return kwargs
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
@@ -206,6 +209,13 @@ class LocalModel:
     def _count_tokens(self, messages: list[dict[str, Any]]) -> int:
         text = "\n".join(str(m["content"]) for m in messages)
         return len(self._llama.tokenize(text.encode(), add_bos=False, special=True))
+
+
+@functools.lru_cache(maxsize=32)
+def _llama_grammar(gbnf: str) -> Any:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 @functools.cache

@@ -152,7 +152,10 @@ class _ReAct:
     async def _turn(self, step: int) -> _Turn:
         ctx = self.ctx
         request = ModelRequest(
-            messages=self.messages, tools=self.definitions, results_nudge=self.results_nudge
+            messages=self.messages,
+            tools=self.definitions,
+            results_nudge=self.results_nudge,
+            constrain_tools=self.task.settings.constrain_tools,
         )
         started = time.perf_counter()
         failure: Exception | None = None

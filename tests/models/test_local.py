@@ -25,7 +25,10 @@ from agentrt import (
     ModelResponseEvent,
     OutputDeltaEvent,
     TextChunk,
+    ToolCallEvent,
+    ToolCallInvalidEvent,
     Trajectory,
+    TurnStartedEvent,
     UsageChunk,
     UserError,
 )
@@ -193,3 +196,30 @@ def test_llama_cpp_logs_go_to_logging(small_model_path: Path, tmp_path: Path) ->
     lines = logged.read_text().splitlines()
     native = [line for line in lines if line.startswith("agentrt.models.llama_cpp|")]
     assert any("llama_model_loader" in line or "llama_context" in line for line in native)
+
+
+def add_numbers(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@pytest.mark.parametrize(
+    ("question", "calls"), [("What is 2 + 3? Use the tool.", 1), ("Say hello in French.", 0)]
+)
+async def test_a_constrained_turn_answers_or_calls_validly(
+    local: LocalModel, question: str, calls: int
+) -> None:
+    """The grammar leaves two ways: an answer, or calls that fit the offered schemas."""
+    agent = Agent(local, tools=[add_numbers], settings=AgentSettings(trajectory_dir=None))
+    async with agent.run(question) as run:
+        first = []
+        async for event in run:
+            if isinstance(event, TurnStartedEvent) and event.step > 1:
+                break
+            first.append(event)
+    assert not [e for e in first if isinstance(e, ToolCallInvalidEvent)]
+    made = [e for e in first if isinstance(e, ToolCallEvent)]
+    assert len(made) == calls
+    for e in made:
+        assert e.name == "add_numbers"
+        assert isinstance(e.arguments["a"], int)

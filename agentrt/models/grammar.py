@@ -1,0 +1,60 @@
+"""Internal. A llama.cpp grammar for a react turn: free text, or tool calls that fit the offered
+tools' schemas.
+
+A constrained turn is either an answer — text that does not start like a call — or one or more
+`<tool_call>` blocks (the form Qwen's chat template shows the embedded model), each a JSON
+object naming an offered tool with arguments its schema accepts. So a call is never invalid:
+the grammar leaves no way to write an unknown tool, a missing argument or broken JSON. Text
+that merely mentions a call later on is still text to the grammar, and the parser reads it as
+always.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from agentrt.models.base import ToolDefinition, for_llama_grammar
+
+__all__ = ["tool_turn_grammar"]
+
+_TURN = r"""
+root ::= [ \n]* (calls | answer)
+calls ::= call ([ \n]* call)*
+call ::= "<tool_call>\n" call-object "\n</tool_call>"
+answer ::= [^<{\[`\n \t] [^\x00]*
+"""
+"""The turn's shape. An answer may not open like a call (`<`, `{`, `[`, a fence): those go
+through `calls`, where the schemas hold."""
+
+
+def tool_turn_grammar(tools: list[ToolDefinition]) -> str:
+    """The GBNF text of a turn that answers, or calls some of `tools` with valid arguments."""
+    return _grammar(tuple(t.model_dump_json() for t in tools))
+
+
+@functools.lru_cache(maxsize=32)
+def _grammar(tools: tuple[str, ...]) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    alternatives: list[dict[str, Any]] = []
+    for text in tools:
+        tool = json.loads(text)
+        alternatives.append(
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"const": tool["name"]},
+                    "arguments": for_llama_grammar(tool["parameters"]),
+                },
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    schema = json.dumps({"anyOf": alternatives})
+    object_rules = json_schema_to_gbnf(schema, ["name", "arguments"])
+    # The converter names its start `root`; here it is one call's object.
+    object_rules = re.sub(r"^root ::=", "call-object ::=", object_rules, flags=re.MULTILINE)
+    return _TURN.strip() + "\n" + object_rules
