@@ -2,8 +2,9 @@
 tools' schemas.
 
 A constrained turn is either an answer — text that does not start like a call — or one or more
-`<tool_call>` blocks (the form Qwen's chat template shows the embedded model), each a JSON
-object naming an offered tool with arguments its schema accepts. So a call is never invalid:
+calls, each a JSON object naming an offered tool with arguments its schema accepts, inside a
+`<tool_call>` block (the form Qwen's chat template shows the embedded model) or bare (the form
+the 0.5B writes first: forbidding it made the model answer in prose instead of calling). So a call is never invalid:
 the grammar leaves no way to write an unknown tool, a missing argument or broken JSON. Text
 that merely mentions a call later on is still text to the grammar, and the parser reads it as
 always.
@@ -23,7 +24,7 @@ __all__ = ["tool_turn_grammar"]
 _TURN = r"""
 root ::= [ \n]* (calls | answer)
 calls ::= call ([ \n]* call)*
-call ::= "<tool_call>\n" call-object "\n</tool_call>"
+call ::= "<tool_call>\n" call-object "\n</tool_call>" | call-object
 answer ::= [^<{\[`\n \t] [^\x00]*
 """
 """The turn's shape. An answer may not open like a call (`<`, `{`, `[`, a fence): those go
