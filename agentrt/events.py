@@ -40,6 +40,7 @@ __all__ = [
     "PlanNode",
     "PlanWarningEvent",
     "PlannerFallbackEvent",
+    "ReasoningDeltaEvent",
     "RepairEvent",
     "RequirementsEvent",
     "RunFinishedEvent",
@@ -174,6 +175,16 @@ class TextDeltaEvent(EventBase):
     """Visible text as the model streams it (tool-call markup removed)."""
 
     type: Literal["text_delta"] = "text_delta"
+    step: int
+    text: str
+
+
+class ReasoningDeltaEvent(EventBase):
+    """The model's reasoning as it streams (``<think>`` blocks, gpt-oss's analysis channel), its
+    tags removed. Kept in the trajectory, never part of the answer or of a `text_delta`, and a
+    tool call written in it is never run."""
+
+    type: Literal["reasoning_delta"] = "reasoning_delta"
     step: int
     text: str
 
@@ -465,6 +476,7 @@ Event = Annotated[
     | ToolsNarrowedEvent
     | TurnStartedEvent
     | TextDeltaEvent
+    | ReasoningDeltaEvent
     | OutputDeltaEvent
     | ModelResponseEvent
     | ModelErrorEvent

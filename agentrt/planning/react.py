@@ -10,6 +10,11 @@ A run ends on a call to a tool that ends the run (`finish`), on a call to one th
 calls (that text is the answer), or when the step or token budget is spent. A turn whose
 stream breaks off mid-answer is asked again (`turn_retries` times); its calls that were still
 running are cancelled, and its half-written call is never run.
+
+The model's reasoning (``<think>`` blocks, gpt-oss's analysis channel) is split off before the
+tool-call parser sees the text: it streams as `reasoning_delta` events, a call drafted in it is
+never run, and it is left out of the answer and of the assistant message the next turn reads
+(as reasoning models' own chat templates leave it out); the `model_response` record keeps it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ import functools
 import time
 from collections.abc import AsyncIterator
 
-from agentrt.events import AskEvent, GuardEvent, NativeToolCall, TextDeltaEvent, Usage
+from agentrt.events import (
+    AskEvent,
+    GuardEvent,
+    NativeToolCall,
+    ReasoningDeltaEvent,
+    TextDeltaEvent,
+    Usage,
+)
 from agentrt.execution import Batch, ToolOutcome, canonical_arguments
 from agentrt.models.base import (
     TOOL_RESULTS_NUDGE,
@@ -34,6 +46,9 @@ from agentrt.parsing import (
     InvalidPiece,
     NativeToolCallAssembler,
     ParsedPiece,
+    ReasoningPiece,
+    ReasoningSplitter,
+    SplitPiece,
     TagSpec,
     TextPiece,
     ToolCallParser,
@@ -69,7 +84,8 @@ class _ReAct:
         self.ctx = task.ctx
         self.kernel = Kernel(task)
         self.results_nudge = results_nudge or TOOL_RESULTS_NUDGE
-        # One parser and one assembler serve every turn: both start afresh after `close()`.
+        # One splitter, parser and assembler serve every turn: each starts afresh after `close()`.
+        self.splitter = ReasoningSplitter()
         self.assembler = NativeToolCallAssembler()
         self.messages = self.kernel.opening("")
         self.start = len(self.messages) - 1
@@ -115,7 +131,7 @@ class _ReAct:
     def _remember(self, turn: _Turn) -> None:
         """The turn and its results, in call order, join the conversation."""
         self.messages.append(
-            Message(role="assistant", content="".join(turn.raw), tool_calls=tuple(turn.calls))
+            Message(role="assistant", content="".join(turn.content), tool_calls=tuple(turn.calls))
         )
         self.messages.extend(
             Message(
@@ -171,9 +187,9 @@ class _ReAct:
                 if looping:
                     # Cut off mid-answer, the model sends no usage: count what it wrote.
                     turn.usage = Usage(completion_tokens=len(turn.raw) + len(turn.native))
-                    self.parser.close()
-                    self.assembler.close()
+                    self._discard()
                 else:
+                    turn.split(self.splitter.close())
                     turn.dispatch(self.parser.close())
                     turn.dispatch(self.assembler.close())
             except Exception as exc:
@@ -182,8 +198,7 @@ class _ReAct:
                 # group would wrap it in an ExceptionGroup.
                 failure = exc
                 turn.batch.cancel()
-                self.parser.close()
-                self.assembler.close()
+                self._discard()
             else:
                 turn.calls = fold_tool_calls(turn.native)
                 ctx.record_model_response(
@@ -200,6 +215,12 @@ class _ReAct:
             raise failure
         return turn
 
+    def _discard(self) -> None:
+        """Drop what the splitter, parser and assembler hold of a turn that ends early."""
+        self.splitter.close()
+        self.parser.close()
+        self.assembler.close()
+
 
 class _Turn:
     """One turn: what the model writes, and the calls it starts as they close."""
@@ -209,6 +230,8 @@ class _Turn:
         self.step = step
         self.batch = batch
         self.raw: list[str] = []
+        self.content: list[str] = []
+        """The text without its reasoning: for the conversation."""
         self.visible: list[str] = []
         self.native: list[ToolCallChunk] = []
         self.calls: list[NativeToolCall] = []
@@ -225,7 +248,7 @@ class _Turn:
         run = self.run
         if isinstance(chunk, TextChunk):
             self.raw.append(chunk.text)
-            return self.dispatch(run.parser.feed(chunk.text))
+            return self.split(run.splitter.feed(chunk.text))
         if isinstance(chunk, ToolCallChunk):
             if not chunk.id:
                 # Some servers send no call ids; the assistant message and the result must
@@ -236,6 +259,18 @@ class _Turn:
                 run.assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments)
             )
         self.usage = chunk.usage
+        return False
+
+    def split(self, pieces: list[SplitPiece]) -> bool:
+        """Stream the reasoning among `pieces`, and parse the rest for calls; True when the
+        model is looping (see `dispatch`)."""
+        for piece in pieces:
+            if isinstance(piece, ReasoningPiece):
+                self.run.ctx.emit(ReasoningDeltaEvent, step=self.step, text=piece.text)
+                continue
+            self.content.append(piece.text)
+            if self.dispatch(self.run.parser.feed(piece.text)):
+                return True
         return False
 
     def dispatch(self, pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agentrt.events import (
     ClassifiedEvent,
+    Event,
+    ReasoningDeltaEvent,
     StrategySelectedEvent,
     TextDeltaEvent,
     ToolCallEvent,
@@ -23,7 +27,8 @@ __all__ = ["render_markdown"]
 
 
 def render_markdown(trajectory: Trajectory) -> str:
-    """A readable account of the run: steps, visible text, tool calls, answer."""
+    """A readable account of the run: steps, reasoning (quoted), visible text, tool calls,
+    answer."""
     h = trajectory.header
     out = [f"# Run {h.run_id}", "", f"**Query:** {h.query}", ""]
     end = trajectory.finished
@@ -38,34 +43,7 @@ def render_markdown(trajectory: Trajectory) -> str:
         f"| {h.model} | {h.strategy or '-'} | {status} |",
         "",
     ]
-    text: list[str] = []
-
-    def flush_text() -> None:
-        if "".join(text).strip():
-            out.extend(["", "".join(text).strip(), ""])
-        text.clear()
-
-    for e in trajectory.events:
-        if isinstance(e, TextDeltaEvent):
-            text.append(e.text)
-            continue
-        flush_text()
-        if isinstance(e, ClassifiedEvent):
-            note = f" ({e.method}: {e.reason})" if e.reason else f" ({e.method})"
-            out.append(f"Classified as **{e.query_type}**{note}.")
-        elif isinstance(e, StrategySelectedEvent):
-            out.append(f"Strategy **{e.strategy}**: planner `{e.planner}`, budget {e.step_budget}.")
-        elif isinstance(e, TurnStartedEvent):
-            out += ["", f"## Step {e.step}", ""]
-        elif isinstance(e, ToolCallEvent):
-            out.append(f"- call `{e.call_id}` **{e.name}** `{_compact(e.arguments)}`")
-        elif isinstance(e, ToolCallInvalidEvent):
-            out.append(f"- invalid call `{e.call_id}`: {e.reason}")
-        elif isinstance(e, ToolFinishedEvent):
-            result = e.error if e.status != "ok" else _compact(e.output)
-            cached = ", from cache" if e.cached else ""
-            out.append(f"  - `{e.call_id}` {e.status} in {e.duration:.3f} s{cached}: {result}")
-    flush_text()
+    out += _body(trajectory.events)
     if end is not None:
         heading = "## Question to the user" if end.status == "needs_input" else "## Answer"
         out += ["", heading, "", end.answer or f"(none: {end.error or end.status})"]
@@ -73,6 +51,49 @@ def render_markdown(trajectory: Trajectory) -> str:
         if calls:
             out += ["", "Tool calls: " + ", ".join(f"{n} × {c}" for n, c in calls.items())]
     return "\n".join(out) + "\n"
+
+
+def _body(events: Sequence[Event]) -> list[str]:
+    """Steps and what happened in them; the text streamed between two other events joined
+    into one paragraph, and reasoning quoted."""
+    out: list[str] = []
+    for kind, group in itertools.groupby(events, key=_streamed):
+        if kind is None:
+            out += (line for e in group for line in _describe(e))
+            continue
+        text = "".join(e.text for e in group if isinstance(e, _DELTAS)).strip()
+        if text and kind == "reasoning_delta":
+            out += ["", "> *Reasoning*", ">", *(f"> {line}".rstrip() for line in text.splitlines())]
+            out.append("")
+        elif text:
+            out += ["", text, ""]
+    return out
+
+
+_DELTAS = (TextDeltaEvent, ReasoningDeltaEvent)
+
+
+def _streamed(e: Event) -> str | None:
+    return e.type if isinstance(e, _DELTAS) else None
+
+
+def _describe(e: Event) -> list[str]:
+    if isinstance(e, ClassifiedEvent):
+        note = f" ({e.method}: {e.reason})" if e.reason else f" ({e.method})"
+        return [f"Classified as **{e.query_type}**{note}."]
+    if isinstance(e, StrategySelectedEvent):
+        return [f"Strategy **{e.strategy}**: planner `{e.planner}`, budget {e.step_budget}."]
+    if isinstance(e, TurnStartedEvent):
+        return ["", f"## Step {e.step}", ""]
+    if isinstance(e, ToolCallEvent):
+        return [f"- call `{e.call_id}` **{e.name}** `{_compact(e.arguments)}`"]
+    if isinstance(e, ToolCallInvalidEvent):
+        return [f"- invalid call `{e.call_id}`: {e.reason}"]
+    if isinstance(e, ToolFinishedEvent):
+        result = e.error if e.status != "ok" else _compact(e.output)
+        cached = ", from cache" if e.cached else ""
+        return [f"  - `{e.call_id}` {e.status} in {e.duration:.3f} s{cached}: {result}"]
+    return []
 
 
 def _compact(value: object, limit: int = 300) -> str:

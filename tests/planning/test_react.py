@@ -17,6 +17,7 @@ from agentrt import (
     ModelErrorEvent,
     ModelResponseEvent,
     NativeToolCall,
+    ReasoningDeltaEvent,
     RequestRejected,
     ScriptedTurn,
     StreamInterrupted,
@@ -24,6 +25,7 @@ from agentrt import (
     ToolCallEvent,
     ToolFinishedEvent,
     ToolStartedEvent,
+    Trajectory,
     TurnStartedEvent,
     Usage,
     Workspace,
@@ -119,6 +121,59 @@ class TestFormats:
         events = await run(agent)
         assert (last(events).answer, last(events).steps) == ("Here it is.", 2)
         assert agent.model.requests[1].messages[-1].content.startswith("Your last reply was empty.")
+
+
+class TestReasoning:
+    async def test_call_drafted_while_thinking_is_never_run(self, make_agent: MakeAgent) -> None:
+        """A `<tool_call>` inside `<think>` is reasoning: no call, the answer is what follows
+        the block, the thought streams as reasoning_delta events and is in the trajectory."""
+        thought = "I could call " + call("add", a=2, b=2)
+        agent = make_agent([f"<think>{thought}</think>The answer is 4."])
+        result = await agent.run("Go", strategy="exploratory")
+        assert result.path is not None
+        trajectory = Trajectory.read(result.path)
+        events = trajectory.events
+        assert not of(events, ToolCallEvent)
+        assert result.answer == "The answer is 4."
+        assert "".join(e.text for e in of(events, ReasoningDeltaEvent)) == thought
+        assert {e.step for e in of(events, ReasoningDeltaEvent)} == {1}
+        assert "".join(e.text for e in of(events, TextDeltaEvent)) == "The answer is 4."
+        # The record keeps the raw text, reasoning included: replay feeds it back whole.
+        assert of(events, ModelResponseEvent)[0].text == f"<think>{thought}</think>The answer is 4."
+        assert "> *Reasoning*\n>\n> I could call <tool_call>" in trajectory.to_markdown()
+
+    async def test_reasoning_is_left_out_of_the_conversation(self, make_agent: MakeAgent) -> None:
+        """The next turn reads the assistant's content and calls, not its reasoning (as
+        reasoning models' chat templates do); a call after the block runs as usual."""
+        first = "<think>Add them.</think>\n" + call("add", a=2, b=3)
+        agent = make_agent([first, "<think>It is 5.</think>5"], token_delay=0.001)
+        events = await run(agent)
+        assert [e.name for e in of(events, ToolCallEvent)] == ["add"]
+        assistant = agent.model.requests[1].messages[-2]
+        assert assistant.role == "assistant"
+        assert assistant.content == "\n" + call("add", a=2, b=3)
+        assert last(events).answer == "5"
+        thoughts = {e.step: "" for e in of(events, ReasoningDeltaEvent)}
+        for e in of(events, ReasoningDeltaEvent):
+            thoughts[e.step] += e.text
+        assert thoughts == {1: "Add them.", 2: "It is 5."}
+
+    async def test_unclosed_thought_is_not_an_answer(self, make_agent: MakeAgent) -> None:
+        """A turn that stops mid-thought has no answer: the model is asked again."""
+        agent = make_agent(["<think>Let me see", "4"])
+        events = await run(agent)
+        assert "".join(e.text for e in of(events, ReasoningDeltaEvent)) == "Let me see"
+        assert (last(events).answer, last(events).steps) == ("4", 2)
+
+    async def test_harmony_analysis_channel(self, make_agent: MakeAgent) -> None:
+        """gpt-oss: the analysis channel is reasoning, the final channel the answer."""
+        turn = (
+            "<|channel|>analysis<|message|>Simple sum.<|end|>"
+            "<|start|>assistant<|channel|>final<|message|>2 + 2 = 4<|return|>"
+        )
+        events = await run(make_agent([turn]))
+        assert "".join(e.text for e in of(events, ReasoningDeltaEvent)) == "Simple sum."
+        assert last(events).answer == "2 + 2 = 4"
 
 
 class TestEarlyFinish:
