@@ -4,10 +4,10 @@ tools' schemas.
 A constrained turn is either an answer — text that does not start like a call — or one or more
 calls, each a JSON object naming an offered tool with arguments its schema accepts, inside a
 `<tool_call>` block (the form Qwen's chat template shows the embedded model) or bare (the form
-the 0.5B writes first: forbidding it made the model answer in prose instead of calling). So a call is never invalid:
-the grammar leaves no way to write an unknown tool, a missing argument or broken JSON. Text
-that merely mentions a call later on is still text to the grammar, and the parser reads it as
-always.
+the 0.5B writes first: forbidding it made the model answer in prose instead of calling). So a
+call is never invalid: the grammar leaves no way to write an unknown tool, a missing argument
+or broken JSON. Text that merely mentions a call later on is still text to the grammar, and
+the parser reads it as always.
 """
 
 from __future__ import annotations
