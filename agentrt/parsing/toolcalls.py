@@ -8,7 +8,9 @@ A call arrives in one of these shapes:
 - a JSON object ``{"name": ..., "arguments": ...}`` (or Llama's ``"parameters"``), or an array of
   them, anywhere: first on its line, after prose, after ``<|python_tag|>`` or
   ``<|function_call|>`` (tokens that are never shown), several separated by ``;``;
-- the same object or array alone in a ```` ``` ```` or ```` ```json ```` fence.
+- the same object or array alone in a ```` ``` ```` or ```` ```json ```` fence;
+- what the small embedded model copies from its chat template: calls in a ``<tools>`` block (the
+  tags are dropped like the call tokens) and objects with doubled braces ``{{"name": …}}``.
 
 `ToolCallParser.feed` returns each call from the very chunk that completes it (the ``>`` of the
 closing tag, or the object's closing brace, also inside an array) and returns visible text as
@@ -139,9 +141,10 @@ _NOT_TAG_NAME = re.compile(r"[\s<>/]")
 _NON_SPACE = re.compile(r"\S")
 _NON_JSON_SPACE = re.compile(r"[^ \t\n\r]")
 _TEXT_STOP = re.compile(r"[<\n{\[]")
-# Tokens some chat templates put before a JSON call (Llama 3.x, Functionary): never shown, and the
-# JSON after one is read as if it started a line.
-_CALL_TOKENS = ("<|python_tag|>", "<|function_call|>")
+# Tokens some chat templates put before a JSON call (Llama 3.x, Functionary), and the <tools> block
+# the small embedded model wraps its calls in, copying its template: never shown, and the JSON
+# after one is read as if it started a line.
+_CALL_TOKENS = ("<|python_tag|>", "<|function_call|>", "<tools>", "</tools>")
 # A candidate whose first line shows none of these keys is not a call: it is released at that
 # line's end rather than hiding the rest of the stream until it balances.
 _MARK = re.compile(r'"(?:name|tool|arguments|args|parameters)"\s*:')
@@ -217,6 +220,8 @@ class ToolCallParser:
         self._sep_seen = False
         self._in_seq = False
         """The object candidate is an element of an array of calls."""
+        self._doubled = False
+        """The object candidate opened with "{{" (its braces are all doubled)."""
         self._json_len = 0
         self._scanner = ObjectScanner()
         self._ticks = 0
@@ -461,6 +466,7 @@ class ToolCallParser:
         self._held.append("{")
         self._json_len = 1
         self._marked = False
+        self._doubled = False
         self._state = _JSON_OPEN
 
     def _on_json_open(self, chunk: str, i: int) -> int:
@@ -479,10 +485,16 @@ class ToolCallParser:
         if char == '"':
             self._held.append(char)
             self._json_len += 1
-            self._scanner = ObjectScanner(1, in_string=True)
+            self._scanner = ObjectScanner(2 if self._doubled else 1, in_string=True)
             self._state = _JSON_BODY
             return j + 1
-        if char == "}":
+        if char == "{" and self._json_len == 1:
+            # "{{": the small model copies its chat template's doubled braces.
+            self._held.append(char)
+            self._json_len += 1
+            self._doubled = True
+            return j + 1
+        if char == "}" and not self._doubled:
             self._held.append(char)
             self._json_len += 1
             return self._end_json(j + 1)
@@ -538,9 +550,10 @@ class ToolCallParser:
     def _end_json(self, i: int) -> int:
         held = "".join(self._held)
         self._held = []
-        text = held[-self._json_len :]
+        source = held[-self._json_len :]
+        text = _undouble(source) if self._doubled else source
         in_array = self._in_seq and self._container == "["
-        raw = text if self._in_seq else held
+        raw = source if self._in_seq else held
         piece = _json_call(text, raw, self._names, anywhere=self._anywhere)
         if piece is None:
             self._text.append(held)
@@ -653,7 +666,8 @@ def _tag_tables(
             by_name[spec.name] = spec
     tags = {f"<{name}>": _Tag(f"<{name}>", f"</{name}>", spec) for name, spec in by_name.items()}
     tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None)
-    tags.update((token, _Tag(token, "", None)) for token in _CALL_TOKENS)
+    for token in _CALL_TOKENS:  # a registered tool named "tools" keeps its tag
+        tags.setdefault(token, _Tag(token, "", None))
     prefixes = frozenset(tag[:k] for tag in tags for k in range(1, len(tag)))
     return frozenset(by_name), tags, prefixes
 
@@ -695,8 +709,11 @@ def _tag_calls(spec: TagSpec, body: str, raw: str) -> list[CallPiece | InvalidPi
 
 
 def _hermes_calls(body: str, raw: str) -> list[CallPiece | InvalidPiece]:
+    text = body.strip()
+    if text.startswith("{{"):
+        text = _undouble(text)
     try:
-        value = loads(body.strip())
+        value = loads(text)
     except JSONProblem as exc:
         reason = f"the <tool_call> body is not valid JSON: {exc}. Write {_HERMES_FORM}."
         return [InvalidPiece(raw, reason)]
@@ -726,6 +743,11 @@ def _hermes_name(body: str) -> str | None:
     """The name in an unclosed ``<tool_call>`` body, when it is readable."""
     hint = _NAME_HINT.search(body)
     return hint.group(1) if hint is not None else None
+
+
+def _undouble(text: str) -> str:
+    """``{{"name": "f", "arguments": {{}}}}`` as the JSON it stands for."""
+    return text.replace("{{", "{").replace("}}", "}")
 
 
 def _complete_json(body: str) -> bool:
