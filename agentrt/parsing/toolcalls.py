@@ -3,8 +3,10 @@
 A call arrives in one of these shapes:
 
 - a registered tool tag: ``<calc>{"expression": "2+2"}</calc>``, ``<wiki_search>x|y</wiki_search>``;
-- a Hermes/Qwen element, ``<tool_call>{"name": "calc", "arguments": {...}}</tool_call>`` (one left
-  open at the end of the stream is still a call when its JSON is whole);
+- a Hermes/Qwen element, ``<tool_call>{"name": "calc", "arguments": {...}}</tool_call>``, or with
+  Qwen3-Coder's XML body ``<function=NAME><parameter=K>V</parameter></function>`` whose values are
+  typed by the tool's schema (one left open at the end of the stream is still a call when its
+  body is whole);
 - a JSON object ``{"name": ..., "arguments": ...}`` (or Llama's ``"parameters"``), or an array of
   them, anywhere: first on its line, after prose, after ``<|python_tag|>`` or
   ``<|function_call|>`` (tokens that are never shown), several separated by ``;``;
@@ -43,8 +45,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentrt.parsing._jsonscan import JSONProblem, ObjectScanner, kind, load_object, loads
@@ -126,11 +128,18 @@ class TagSpec:
     """The tool's single string parameter: a tag body that is not JSON becomes ``{param: body}``."""
     split: str | None = None
     """A separator, e.g. ``"|"``: the body then gives one call per non-blank part."""
+    parameters: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    """The JSON schema of the tool's arguments: it types the string values of an XML call body
+    (Qwen3-Coder's ``<parameter=K>V</parameter>``)."""
 
 
 JSON_LIMIT = 100_000
 """A JSON candidate still unbalanced after this many characters is released as text."""
 
+_XML_FORM = "<tool_call><function=NAME><parameter=KEY>value</parameter></function></tool_call>"
+_XML_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)(</function>|\Z)", re.S)
+_XML_PARAMETER = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
+_TYPED = {"integer", "number", "boolean", "object", "array"}
 _HERMES_FORM = '<tool_call>{"name": "<tool name>", "arguments": {...}}</tool_call>'
 _NAME_KEYS = ("name", "tool")
 _ARGUMENT_KEYS = ("arguments", "args", "parameters")
@@ -184,7 +193,9 @@ class ToolCallParser:
     """
 
     def __init__(self, tags: Iterable[TagSpec] = ()) -> None:
-        self._names, self._tags, self._prefixes = _tag_tables(tuple(tags))
+        specs = tuple(tags)
+        self._names, self._tags, self._prefixes = _tag_tables(specs)
+        self._schemas = {s.name: s.parameters for s in specs if s.parameters is not None}
         self._longest = max(map(len, self._tags))
         self._handlers: tuple[Callable[[str, int], int], ...] = (
             self._on_text,
@@ -381,7 +392,11 @@ class ToolCallParser:
         body = held + chunk[i : i + start] if start >= 0 else held[: len(held) + start]
         tag = self._tag
         raw = tag.open + body + tag.close
-        pieces = _hermes_calls(body, raw) if tag.spec is None else _tag_calls(tag.spec, body, raw)
+        pieces = (
+            _hermes_calls(body, raw, self._schemas)
+            if tag.spec is None
+            else _tag_calls(tag.spec, body, raw)
+        )
         for piece in pieces:
             self._emit(piece)
         self._held = []
@@ -403,9 +418,9 @@ class ToolCallParser:
     def _unclosed(self) -> list[CallPiece | InvalidPiece]:
         tag = self._tag
         body = "".join(self._held)
-        if tag.spec is None and _complete_json(body):
+        if tag.spec is None and (_complete_json(body) or "</function>" in body):
             # Generation stopped at end-of-sequence before the closing tag: the body is whole.
-            return _hermes_calls(body, tag.open + body)
+            return _hermes_calls(body, tag.open + body, self._schemas)
         name = tag.spec.name if tag.spec is not None else _hermes_name(body)
         reason = f"{tag.open} was never closed: end the call with {tag.close}."
         return [InvalidPiece(tag.open + body, reason, name)]
@@ -708,8 +723,12 @@ def _tag_calls(spec: TagSpec, body: str, raw: str) -> list[CallPiece | InvalidPi
     return [InvalidPiece(raw, reason, name)]
 
 
-def _hermes_calls(body: str, raw: str) -> list[CallPiece | InvalidPiece]:
+def _hermes_calls(
+    body: str, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+) -> list[CallPiece | InvalidPiece]:
     text = body.strip()
+    if text.startswith("<function="):
+        return _xml_calls(text, raw, schemas)
     if text.startswith("{{"):
         text = _undouble(text)
     try:
@@ -722,6 +741,56 @@ def _hermes_calls(body: str, raw: str) -> list[CallPiece | InvalidPiece]:
         reason = f"the <tool_call> list is empty: write {_HERMES_FORM}."
         return [InvalidPiece(raw, reason)]
     return [_hermes_call(item, raw) for item in items]
+
+
+def _xml_calls(
+    text: str, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+) -> list[CallPiece | InvalidPiece]:
+    """Qwen3-Coder's body: ``<function=NAME><parameter=K>V</parameter>…</function>``."""
+    pieces: list[CallPiece | InvalidPiece] = []
+    for function in _XML_FUNCTION.finditer(text):
+        name, inner, closed = function.group(1), function.group(2), function.group(3)
+        if not closed:
+            reason = f"<function={name}> was never closed: write {_XML_FORM}."
+            pieces.append(InvalidPiece(raw, reason, name))
+            continue
+        properties = schemas.get(name, {}).get("properties", {})
+        arguments: dict[str, Any] = {}
+        for parameter in _XML_PARAMETER.finditer(inner):
+            key, value = parameter.group(1), _strip_newline(parameter.group(2))
+            schema = properties.get(key)
+            arguments[key] = _coerce(value, schema if isinstance(schema, Mapping) else {})
+        pieces.append(CallPiece(name, arguments, raw, "qwen3_coder"))
+    if not pieces:
+        return [InvalidPiece(raw, f"no <function=NAME> in the <tool_call>: write {_XML_FORM}.")]
+    return pieces
+
+
+def _strip_newline(value: str) -> str:
+    """The template puts each value on its own line: one newline either side is layout."""
+    value = value.removeprefix("\n")
+    return value.removesuffix("\n")
+
+
+def _coerce(value: str, schema: Mapping[str, Any]) -> Any:
+    """A parameter's text as the type its schema gives; as written when it does not fit."""
+    kinds = schema.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    if not kinds & _TYPED:  # a string, or a type the schema does not give: kept as written
+        return value
+    try:
+        parsed = loads(value.strip())
+    except JSONProblem:
+        return value
+    checks = {
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "null": lambda v: v is None,
+    }
+    return parsed if any(checks[k](parsed) for k in kinds if k in checks) else value
 
 
 def _hermes_call(item: Any, raw: str) -> CallPiece | InvalidPiece:
