@@ -1,27 +1,39 @@
 """Internal. Incremental parsing of the tool calls a model writes into its streamed text.
 
-A call arrives in one of four shapes:
+A call arrives in one of these shapes:
 
 - a registered tool tag: ``<calc>{"expression": "2+2"}</calc>``, ``<wiki_search>x|y</wiki_search>``;
-- a Hermes/Qwen element, ``<tool_call>{"name": "calc", "arguments": {...}}</tool_call>``;
-- a bare JSON object ``{"name": ..., "arguments": ...}`` whose brace starts a line;
-- the same object alone in a ```` ``` ```` or ```` ```json ```` fence.
+- a Hermes/Qwen element, ``<tool_call>{"name": "calc", "arguments": {...}}</tool_call>``, or with
+  Qwen3-Coder's XML body ``<function=NAME><parameter=K>V</parameter></function>`` whose values are
+  typed by the tool's schema (one left open at the end of the stream is still a call when its
+  body is whole);
+- a JSON object ``{"name": ..., "arguments": ...}`` (or Llama's ``"parameters"``), or an array of
+  them, anywhere: first on its line, after prose, after ``<|python_tag|>`` or
+  ``<|function_call|>`` (tokens that are never shown), several separated by ``;``;
+- the same object or array alone in a ```` ``` ```` or ```` ```json ```` fence;
+- what the small embedded model copies from its chat template: calls in a ``<tools>`` block (the
+  tags are dropped like the call tokens) and objects with doubled braces ``{{"name": …}}``.
 
 `ToolCallParser.feed` returns each call from the very chunk that completes it (the ``>`` of the
-closing tag, or the object's closing brace) and returns visible text as soon as it cannot belong
-to a call. The parser is a state machine over characters:
+closing tag, or the object's closing brace, also inside an array) and returns visible text as
+soon as it cannot belong to a call. The parser is a state machine over characters:
 
     TEXT ── "<" ──► TAG_OPEN ── "<name>" ──► BODY ── "</name>" ──► calls, TEXT
-     │
-     ├─ "{" first on its line ──► JSON_OPEN ── '"' ──► JSON_BODY ── closing "}" ──► call or text
-     │
-     └─ "`" first on its line ──► FENCE_OPEN ── "```json⏎" ──► FENCE_WS ── "{" ──► JSON_OPEN …
-                                     … closing "}" ──► FENCE_TAIL ── "```⏎" ──► TEXT
+     │                  └── call token ──► TEXT, as at a line's start
+     ├─ "{" ──► JSON_OPEN ── '"' ──► JSON_BODY ── closing "}" ──► call: SEQ; else text, TEXT
+     │                                 └── first newline, no call keys yet ──► text, TEXT
+     ├─ "[" ──► SEQ ── "{" ──► JSON_OPEN …        SEQ ── "," / ";" then "{" ──► JSON_OPEN …
+     │                                             SEQ ── "]" ──► TEXT; anything else: text
+     └─ "`" first on its line ──► FENCE_OPEN ── "```json⏎" ──► FENCE_WS ── "{" or "[" ──► …
+                                     … closing "}" or "]" ──► FENCE_TAIL ── "```⏎" ──► TEXT
 
-A bare or fenced object is a call when it has a ``"name"`` (or ``"tool"``) string and either an
-arguments key (``"arguments"``, ``"args"``, ``"parameters"``) or a registered tag name; one that
-does not parse but shows those same marks is an `InvalidPiece`; anything else is text, and so is
-a candidate still unbalanced after `JSON_LIMIT` characters.
+An object first on its line (or after a call token, or in a fence) is a call when it has a
+``"name"`` (or ``"tool"``) string and either an arguments key (``"arguments"``, ``"args"``,
+``"parameters"``) or a registered tool name; one in mid-line only with a registered tool name, so
+a JSON example in prose stays text. An object that does not parse but shows those same marks is an
+`InvalidPiece`; anything else is text. An object whose first line shows no call key is released
+at that newline, so an unbalanced ``{"`` cannot hide what follows; one still unbalanced after
+`JSON_LIMIT` characters is released too.
 
 Only a pending candidate is held. When it turns out not to be a call, what was held is released
 as text and the character that decided it is read again in TEXT; every decision depends on the
@@ -33,13 +45,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentrt.parsing._jsonscan import JSONProblem, ObjectScanner, kind, load_object, loads
 
 __all__ = [
+    "CallFormat",
     "CallPiece",
     "InvalidPiece",
     "ParsedPiece",
@@ -47,6 +60,26 @@ __all__ = [
     "TextPiece",
     "ToolCallParser",
 ]
+
+
+CallFormat = Literal[
+    "tag",
+    "hermes",
+    "json",
+    "native",
+    "plan",
+    "qwen3_coder",
+    "llama",
+    "mistral",
+    "pythonic",
+    "xml_attributes",
+    "deepseek",
+    "glm4",
+    "kimi_k2",
+    "minimax",
+    "harmony",
+]
+"""The names of the formats a call can be written in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +99,7 @@ class CallPiece:
     raw: str
     """The call's source text: the whole tag, fence (up to the object's closing brace) or object;
     for a native call, the arguments string; for a plan's step, the step as the plan gives it."""
-    format: Literal["tag", "hermes", "json", "native", "plan"]
+    format: CallFormat
     """How the model wrote the call; `plan` for a step of a plan (`dag`, `vm`, `pipeline`)."""
     id: str | None = None
     """The server's call id (native calls only)."""
@@ -95,11 +128,18 @@ class TagSpec:
     """The tool's single string parameter: a tag body that is not JSON becomes ``{param: body}``."""
     split: str | None = None
     """A separator, e.g. ``"|"``: the body then gives one call per non-blank part."""
+    parameters: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    """The JSON schema of the tool's arguments: it types the string values of an XML call body
+    (Qwen3-Coder's ``<parameter=K>V</parameter>``)."""
 
 
 JSON_LIMIT = 100_000
 """A JSON candidate still unbalanced after this many characters is released as text."""
 
+_XML_FORM = "<tool_call><function=NAME><parameter=KEY>value</parameter></function></tool_call>"
+_XML_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)(</function>|\Z)", re.S)
+_XML_PARAMETER = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
+_TYPED = {"integer", "number", "boolean", "object", "array"}
 _HERMES_FORM = '<tool_call>{"name": "<tool name>", "arguments": {...}}</tool_call>'
 _NAME_KEYS = ("name", "tool")
 _ARGUMENT_KEYS = ("arguments", "args", "parameters")
@@ -109,7 +149,14 @@ _NOT_TAG_NAME = re.compile(r"[\s<>/]")
 
 _NON_SPACE = re.compile(r"\S")
 _NON_JSON_SPACE = re.compile(r"[^ \t\n\r]")
-_TEXT_STOP = re.compile(r"[<\n]")
+_TEXT_STOP = re.compile(r"[<\n{\[]")
+# Tokens some chat templates put before a JSON call (Llama 3.x, Functionary), and the <tools> block
+# the small embedded model wraps its calls in, copying its template: never shown, and the JSON
+# after one is read as if it started a line.
+_CALL_TOKENS = ("<|python_tag|>", "<|function_call|>", "<tools>", "</tools>")
+# A candidate whose first line shows none of these keys is not a call: it is released at that
+# line's end rather than hiding the rest of the stream until it balances.
+_MARK = re.compile(r'"(?:name|tool|arguments|args|parameters)"\s*:')
 # For telling a malformed call from other malformed JSON: the same test as for a parsed object,
 # a name plus either an arguments key or a registered tool name.
 _NAME_HINT = re.compile(r'"(?:name|tool)"\s*:\s*"((?:[^"\\]|\\.)+)"')
@@ -120,7 +167,9 @@ _ARGUMENTS_HINT = re.compile(r'"(?:arguments|args|parameters)"\s*:')
 _char_piece = functools.lru_cache(maxsize=1024)(TextPiece)
 
 # Parser states; plain ints because the state is dispatched on for every chunk.
-_TEXT, _TAG_OPEN, _BODY, _FENCE_OPEN, _FENCE_WS, _JSON_OPEN, _JSON_BODY, _FENCE_TAIL = range(8)
+(_TEXT, _TAG_OPEN, _BODY, _FENCE_OPEN, _FENCE_WS, _JSON_OPEN, _JSON_BODY, _FENCE_TAIL, _SEQ) = (
+    range(9)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +177,7 @@ class _Tag:
     open: str
     close: str
     spec: TagSpec | None
-    """None for ``<tool_call>``."""
+    """None for ``<tool_call>`` and the call tokens."""
 
 
 class ToolCallParser:
@@ -144,7 +193,9 @@ class ToolCallParser:
     """
 
     def __init__(self, tags: Iterable[TagSpec] = ()) -> None:
-        self._names, self._tags, self._prefixes = _tag_tables(tuple(tags))
+        specs = tuple(tags)
+        self._names, self._tags, self._prefixes = _tag_tables(specs)
+        self._schemas = {s.name: s.parameters for s in specs if s.parameters is not None}
         self._longest = max(map(len, self._tags))
         self._handlers: tuple[Callable[[str, int], int], ...] = (
             self._on_text,
@@ -155,6 +206,7 @@ class ToolCallParser:
             self._on_json_open,
             self._on_json_body,
             self._on_fence_tail,
+            self._on_seq,
         )
         self._out: list[ParsedPiece] = []
         self._text: list[str] = []
@@ -170,6 +222,17 @@ class ToolCallParser:
         self._fence_core = ""
         self._fence_padded = False
         self._fenced = False
+        self._anywhere = False
+        """The candidate began in mid-line: it is a call only if it names a registered tool."""
+        self._marked = False
+        self._container = ";"
+        """In SEQ: "[" inside an array of calls, ";" after a bare call (Llama's separator)."""
+        self._seq_first = False
+        self._sep_seen = False
+        self._in_seq = False
+        """The object candidate is an element of an array of calls."""
+        self._doubled = False
+        """The object candidate opened with "{{" (its braces are all doubled)."""
         self._json_len = 0
         self._scanner = ObjectScanner()
         self._ticks = 0
@@ -194,7 +257,8 @@ class ToolCallParser:
         if state == _TAG_OPEN:
             self._text.append(self._prefix)
         elif state == _BODY:
-            self._emit(self._unclosed())
+            for piece in self._unclosed():
+                self._emit(piece)
         elif state != _FENCE_TAIL or self._tail_visible or self._ticks < 3:
             # A fence closed by "```" at the very end has consumed its text already.
             self._text.extend(self._held)
@@ -226,41 +290,50 @@ class ToolCallParser:
         self._line_start = line_start
 
     def _on_text(self, chunk: str, i: int) -> int:
-        n = len(chunk)
         if self._line_start:
-            match = _NON_SPACE.search(chunk, i)
-            j = n if match is None else match.start()
-            if j > i:
-                self._text.append(chunk[i:j])
-            if j == n:
-                return n
-            char = chunk[j]
-            if char == "{":
-                self._fenced = False
-                self._begin_json()
-                return j + 1
-            if char == "`":
-                self._state = _FENCE_OPEN
-                self._held = ["`"]
-                self._fence_core = "`"
-                self._fence_padded = False
-                return j + 1
-            self._line_start = False
-            i = j
+            i = self._on_line_start(chunk, i)
+            if self._state != _TEXT or i == len(chunk):
+                return i
         match = _TEXT_STOP.search(chunk, i)
         if match is None:
             self._text.append(chunk[i:])
-            return n
+            return len(chunk)
         j = match.start()
-        if chunk[j] == "\n":
+        char = chunk[j]
+        if char == "\n":
             self._text.append(chunk[i : j + 1])
             self._line_start = True
             return j + 1
         if j > i:
             self._text.append(chunk[i:j])
-        self._state = _TAG_OPEN
-        self._prefix = "<"
+        if char == "<":
+            self._state = _TAG_OPEN
+            self._prefix = "<"
+        else:
+            self._open_json(char, fenced=False, anywhere=True)
         return j + 1
+
+    def _on_line_start(self, chunk: str, i: int) -> int:
+        """Skip the line's indent; a "{", "[" or "`" there may begin a call."""
+        n = len(chunk)
+        match = _NON_SPACE.search(chunk, i)
+        j = n if match is None else match.start()
+        if j > i:
+            self._text.append(chunk[i:j])
+        if j == n:
+            return n
+        char = chunk[j]
+        if char in "{[":
+            self._open_json(char, fenced=False, anywhere=False)
+            return j + 1
+        if char == "`":
+            self._state = _FENCE_OPEN
+            self._held = ["`"]
+            self._fence_core = "`"
+            self._fence_padded = False
+            return j + 1
+        self._line_start = False
+        return j
 
     def _on_tag_open(self, chunk: str, i: int) -> int:
         # This runs for every "<" in the text. When the whole tag is in the chunk (the usual
@@ -271,17 +344,13 @@ class ToolCallParser:
         if close >= 0:
             tag = tags.get(prefix + chunk[i : close + 1])
             if tag is not None:
-                self._state = _BODY
-                self._tag = tag
-                self._held = []
+                self._enter(tag)
                 return close + 1
         while i < n:
             candidate = prefix + chunk[i]
             tag = tags.get(candidate)
             if tag is not None:
-                self._state = _BODY
-                self._tag = tag
-                self._held = []
+                self._enter(tag)
                 return i + 1
             if candidate not in prefixes:
                 self._text.append(prefix)
@@ -292,6 +361,15 @@ class ToolCallParser:
             i += 1
         self._prefix = prefix
         return n
+
+    def _enter(self, tag: _Tag) -> None:
+        self._held = []
+        if tag.close:
+            self._state = _BODY
+            self._tag = tag
+        else:  # a call token: dropped, and what follows is read as a line's start
+            self._state = _TEXT
+            self._line_start = True
 
     def _on_body(self, chunk: str, i: int) -> int:
         if chunk.find(">", i) < 0:  # every closing tag ends with ">"
@@ -314,7 +392,11 @@ class ToolCallParser:
         body = held + chunk[i : i + start] if start >= 0 else held[: len(held) + start]
         tag = self._tag
         raw = tag.open + body + tag.close
-        pieces = _hermes_calls(body, raw) if tag.spec is None else _tag_calls(tag.spec, body, raw)
+        pieces = (
+            _hermes_calls(body, raw, self._schemas)
+            if tag.spec is None
+            else _tag_calls(tag.spec, body, raw)
+        )
         for piece in pieces:
             self._emit(piece)
         self._held = []
@@ -333,12 +415,15 @@ class ToolCallParser:
                 break
         return "".join(reversed(parts))[-width:]
 
-    def _unclosed(self) -> InvalidPiece:
+    def _unclosed(self) -> list[CallPiece | InvalidPiece]:
         tag = self._tag
         body = "".join(self._held)
+        if tag.spec is None and (_complete_json(body) or "</function>" in body):
+            # Generation stopped at end-of-sequence before the closing tag: the body is whole.
+            return _hermes_calls(body, tag.open + body, self._schemas)
         name = tag.spec.name if tag.spec is not None else _hermes_name(body)
         reason = f"{tag.open} was never closed: end the call with {tag.close}."
-        return InvalidPiece(tag.open + body, reason, name)
+        return [InvalidPiece(tag.open + body, reason, name)]
 
     def _on_fence_open(self, chunk: str, i: int) -> int:
         char = chunk[i]
@@ -368,19 +453,35 @@ class ToolCallParser:
             self._held.append(chunk[i:j])
         if j == len(chunk):
             return j
-        if chunk[j] == "{":
-            self._fenced = True
-            self._begin_json()
+        if chunk[j] in "{[":
+            self._open_json(chunk[j], fenced=True, anywhere=False)
             return j + 1
         # Everything held since the opener's newline is blank, so the next line starts here.
         self._release(line_start=True)
         return j
 
-    def _begin_json(self) -> None:
-        if not self._fenced:
+    def _open_json(self, char: str, *, fenced: bool, anywhere: bool) -> None:
+        """Begin a candidate at its "{" or "[" (a fenced one keeps its held fence)."""
+        if not fenced:
             self._held = []
+        self._fenced = fenced
+        self._anywhere = anywhere
+        self._in_seq = False
+        if char == "{":
+            self._begin_json()
+        else:
+            self._held.append("[")
+            self._state = _SEQ
+            self._container = "["
+            self._seq_first = True
+            self._sep_seen = False
+
+    def _begin_json(self) -> None:
+        """An object candidate begins; what is held already (a fence, separators) stays held."""
         self._held.append("{")
         self._json_len = 1
+        self._marked = False
+        self._doubled = False
         self._state = _JSON_OPEN
 
     def _on_json_open(self, chunk: str, i: int) -> int:
@@ -399,10 +500,16 @@ class ToolCallParser:
         if char == '"':
             self._held.append(char)
             self._json_len += 1
-            self._scanner = ObjectScanner(1, in_string=True)
+            self._scanner = ObjectScanner(2 if self._doubled else 1, in_string=True)
             self._state = _JSON_BODY
             return j + 1
-        if char == "}":
+        if char == "{" and self._json_len == 1:
+            # "{{": the small model copies its chat template's doubled braces.
+            self._held.append(char)
+            self._json_len += 1
+            self._doubled = True
+            return j + 1
+        if char == "}" and not self._doubled:
             self._held.append(char)
             self._json_len += 1
             return self._end_json(j + 1)
@@ -415,6 +522,17 @@ class ToolCallParser:
             if room == 0:
                 return self._give_up(i)
             end = i + room
+        if not self._marked:
+            newline = chunk.find("\n", i, end)
+            if newline >= 0:
+                stop = self._scanner.scan(chunk, i, newline)
+                if stop >= 0:
+                    self._held.append(chunk[i:stop])
+                    self._json_len += stop - i
+                    return self._end_json(stop)
+                self._held.append(chunk[i:newline])
+                self._json_len += newline - i
+                return self._first_line_ends(newline)
         stop = self._scanner.scan(chunk, i, end)
         if stop < 0:
             self._held.append(chunk[i:end])
@@ -424,32 +542,84 @@ class ToolCallParser:
         self._json_len += stop - i
         return self._end_json(stop)
 
+    def _first_line_ends(self, newline: int) -> int:
+        """At the candidate's first newline inside the object: go on only if it looks like a
+        call, so an unbalanced ``{"`` cannot hide the rest of the stream."""
+        held = "".join(self._held)
+        self._held = [held]
+        if _MARK.search(held, len(held) - self._json_len) is None:
+            return self._give_up(newline)
+        self._marked = True
+        return newline
+
     def _give_up(self, i: int) -> int:
-        """The JSON candidate is not a call (not JSON, or too long): release it as text."""
+        """The candidate is not a call (not JSON, or too long): release it as text."""
         released = "".join(self._held)
-        # What follows the last newline (all of it if there is none: then it begins with "{" or
-        # "`") tells whether the next character is the first non-blank one of its line.
+        # Without a newline, what is held follows a "{", "[", "`" or a call's "}" on the same
+        # line; otherwise a blank last line means the next character is first on its line.
         last_line = released[released.rfind("\n") + 1 :]
         self._held = [released]
-        self._release(line_start=not last_line or last_line.isspace())
+        self._release(line_start="\n" in released and (not last_line or last_line.isspace()))
         return i
 
     def _end_json(self, i: int) -> int:
-        raw = "".join(self._held)
-        piece = _json_call(raw[-self._json_len :], raw, self._names)
-        if piece is None:
-            self._text.append(raw)
-        else:
-            self._emit(piece)
+        held = "".join(self._held)
         self._held = []
-        if self._fenced:
+        source = held[-self._json_len :]
+        text = _undouble(source) if self._doubled else source
+        in_array = self._in_seq and self._container == "["
+        raw = source if self._in_seq else held
+        piece = _json_call(text, raw, self._names, anywhere=self._anywhere)
+        if piece is None:
+            self._text.append(held)
+            if self._fenced and not in_array:
+                self._state = _FENCE_TAIL
+                self._ticks = 0
+                self._tail_visible = True
+            else:
+                self._state = _TEXT
+                self._line_start = False
+            return i
+        self._emit(piece)
+        if self._fenced and not in_array:
             self._state = _FENCE_TAIL
             self._ticks = 0
-            self._tail_visible = piece is None
+            self._tail_visible = False
         else:
-            self._state = _TEXT
-            self._line_start = False
+            self._state = _SEQ
+            self._container = "[" if in_array else ";"
+            self._seq_first = False
+            self._sep_seen = False
         return i
+
+    def _on_seq(self, chunk: str, i: int) -> int:
+        """Between the calls of an array (``[{…}, {…}]``) or after a bare call (``{…}; {…}``):
+        separators are held, and dropped if another call follows."""
+        char = chunk[i]
+        array = self._container == "["
+        if char in " \t" or (char in "\r\n" and array and (self._fenced or not self._seq_first)):
+            self._held.append(char)
+            return i + 1
+        if char == "{" and (self._sep_seen or self._seq_first):
+            self._in_seq = True
+            self._begin_json()
+            return i + 1
+        closing = not self._seq_first and not self._sep_seen
+        if closing and char == ("," if array else ";"):
+            self._sep_seen = True
+            self._held.append(char)
+            return i + 1
+        if closing and array and char == "]":
+            self._held = []
+            if self._fenced:
+                self._state = _FENCE_TAIL
+                self._ticks = 0
+                self._tail_visible = False
+            else:
+                self._state = _TEXT
+                self._line_start = False
+            return i + 1
+        return self._give_up(i)
 
     def _on_fence_tail(self, chunk: str, i: int) -> int:
         if self._ticks == 0:
@@ -511,6 +681,8 @@ def _tag_tables(
             by_name[spec.name] = spec
     tags = {f"<{name}>": _Tag(f"<{name}>", f"</{name}>", spec) for name, spec in by_name.items()}
     tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None)
+    for token in _CALL_TOKENS:  # a registered tool named "tools" keeps its tag
+        tags.setdefault(token, _Tag(token, "", None))
     prefixes = frozenset(tag[:k] for tag in tags for k in range(1, len(tag)))
     return frozenset(by_name), tags, prefixes
 
@@ -551,9 +723,16 @@ def _tag_calls(spec: TagSpec, body: str, raw: str) -> list[CallPiece | InvalidPi
     return [InvalidPiece(raw, reason, name)]
 
 
-def _hermes_calls(body: str, raw: str) -> list[CallPiece | InvalidPiece]:
+def _hermes_calls(
+    body: str, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+) -> list[CallPiece | InvalidPiece]:
+    text = body.strip()
+    if text.startswith("<function="):
+        return _xml_calls(text, raw, schemas)
+    if text.startswith("{{"):
+        text = _undouble(text)
     try:
-        value = loads(body.strip())
+        value = loads(text)
     except JSONProblem as exc:
         reason = f"the <tool_call> body is not valid JSON: {exc}. Write {_HERMES_FORM}."
         return [InvalidPiece(raw, reason)]
@@ -562,6 +741,56 @@ def _hermes_calls(body: str, raw: str) -> list[CallPiece | InvalidPiece]:
         reason = f"the <tool_call> list is empty: write {_HERMES_FORM}."
         return [InvalidPiece(raw, reason)]
     return [_hermes_call(item, raw) for item in items]
+
+
+def _xml_calls(
+    text: str, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+) -> list[CallPiece | InvalidPiece]:
+    """Qwen3-Coder's body: ``<function=NAME><parameter=K>V</parameter>…</function>``."""
+    pieces: list[CallPiece | InvalidPiece] = []
+    for function in _XML_FUNCTION.finditer(text):
+        name, inner, closed = function.group(1), function.group(2), function.group(3)
+        if not closed:
+            reason = f"<function={name}> was never closed: write {_XML_FORM}."
+            pieces.append(InvalidPiece(raw, reason, name))
+            continue
+        properties = schemas.get(name, {}).get("properties", {})
+        arguments: dict[str, Any] = {}
+        for parameter in _XML_PARAMETER.finditer(inner):
+            key, value = parameter.group(1), _strip_newline(parameter.group(2))
+            schema = properties.get(key)
+            arguments[key] = _coerce(value, schema if isinstance(schema, Mapping) else {})
+        pieces.append(CallPiece(name, arguments, raw, "qwen3_coder"))
+    if not pieces:
+        return [InvalidPiece(raw, f"no <function=NAME> in the <tool_call>: write {_XML_FORM}.")]
+    return pieces
+
+
+def _strip_newline(value: str) -> str:
+    """The template puts each value on its own line: one newline either side is layout."""
+    value = value.removeprefix("\n")
+    return value.removesuffix("\n")
+
+
+def _coerce(value: str, schema: Mapping[str, Any]) -> Any:
+    """A parameter's text as the type its schema gives; as written when it does not fit."""
+    kinds = schema.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    if not kinds & _TYPED:  # a string, or a type the schema does not give: kept as written
+        return value
+    try:
+        parsed = loads(value.strip())
+    except JSONProblem:
+        return value
+    checks = {
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "null": lambda v: v is None,
+    }
+    return parsed if any(checks[k](parsed) for k in kinds if k in checks) else value
 
 
 def _hermes_call(item: Any, raw: str) -> CallPiece | InvalidPiece:
@@ -581,15 +810,31 @@ def _hermes_call(item: Any, raw: str) -> CallPiece | InvalidPiece:
 
 def _hermes_name(body: str) -> str | None:
     """The name in an unclosed ``<tool_call>`` body, when it is readable."""
+    hint = _NAME_HINT.search(body)
+    return hint.group(1) if hint is not None else None
+
+
+def _undouble(text: str) -> str:
+    """``{{"name": "f", "arguments": {{}}}}`` as the JSON it stands for."""
+    return text.replace("{{", "{").replace("}}", "}")
+
+
+def _complete_json(body: str) -> bool:
     try:
-        value = loads(body.strip())
+        loads(body.strip())
     except JSONProblem:
-        return None
-    return _call_name(value) if isinstance(value, dict) else None
+        return False
+    return True
 
 
-def _json_call(text: str, raw: str, names: frozenset[str]) -> CallPiece | InvalidPiece | None:
-    """The call a bare or fenced JSON object makes, or None when it is not call-shaped."""
+def _json_call(
+    text: str, raw: str, names: frozenset[str], *, anywhere: bool
+) -> CallPiece | InvalidPiece | None:
+    """The call a bare or fenced JSON object makes, or None when it is not call-shaped.
+
+    One that starts a line is a call with a registered name or an arguments key; one in mid-line
+    (after prose, ``</think>``…) only with a registered name, so a JSON example is left as text.
+    """
     try:
         value = load_object(text)  # `text` is a balanced {...}, so only a decode error is left
     except JSONProblem as exc:
@@ -597,7 +842,7 @@ def _json_call(text: str, raw: str, names: frozenset[str]) -> CallPiece | Invali
         if hint is None:
             return None
         name = hint.group(1)
-        if name not in names and _ARGUMENTS_HINT.search(text) is None:
+        if name not in names and (anywhere or _ARGUMENTS_HINT.search(text) is None):
             return None
         reason = (
             f'the call of "{name}" is not valid JSON: {exc}. '
@@ -605,7 +850,9 @@ def _json_call(text: str, raw: str, names: frozenset[str]) -> CallPiece | Invali
         )
         return InvalidPiece(raw, reason, name)
     name = _call_name(value)
-    if name is None or (name not in names and not any(k in value for k in _ARGUMENT_KEYS)):
+    if name is None or (
+        name not in names and (anywhere or not any(k in value for k in _ARGUMENT_KEYS))
+    ):
         return None
     try:
         arguments = _call_arguments(value, name)

@@ -100,7 +100,9 @@ class _ReAct:
             return
         self._tools_version = toolbox.version
         tools = list(toolbox.values())
-        self.parser = ToolCallParser(TagSpec(t.name, t.text_param, t.split) for t in tools)
+        self.parser = ToolCallParser(
+            TagSpec(t.name, t.text_param, t.split, t.definition.parameters) for t in tools
+        )
         self.definitions = [t.definition for t in tools]
         self.messages[0] = Message(
             role="system", content=self.task.prompt("react.j2", self.definitions)

@@ -249,8 +249,18 @@ def test_hermes_list_with_a_bad_entry_keeps_the_good_ones() -> None:
     assert isinstance(pieces[1], InvalidPiece)
 
 
+def test_unclosed_tool_call_with_a_whole_body_is_a_call() -> None:
+    # Generation stopped at end-of-sequence before "</tool_call>": the JSON is complete.
+    text = '<tool_call>\n{"name": "calc", "arguments": {"x": 1}}\n'
+    assert parse(text) == [CallPiece("calc", {"x": 1}, text, "hermes")]
+    assert calls(parse('<tool_call>[{"name": "now"}, {"name": "calc"}]')) == [
+        CallPiece("now", {}, '<tool_call>[{"name": "now"}, {"name": "calc"}]', "hermes"),
+        CallPiece("calc", {}, '<tool_call>[{"name": "now"}, {"name": "calc"}]', "hermes"),
+    ]
+
+
 def test_unclosed_tool_call_is_invalid_and_keeps_the_name() -> None:
-    piece = only_invalid('<tool_call>{"name": "calc", "arguments": {}}')
+    piece = only_invalid('<tool_call>{"name": "calc", "arguments": {"x": ')
     assert piece.name == "calc"
     assert piece.reason == "<tool_call> was never closed: end the call with </tool_call>."
     assert only_invalid("<tool_call>{").name is None
@@ -301,8 +311,8 @@ def test_bare_json_that_is_not_call_shaped_is_text() -> None:
         assert parse(text) == [TextPiece(text)], text
 
 
-def test_bare_json_mid_line_is_text() -> None:
-    text = 'Call it like x = {"name": "calc", "arguments": {}} please.'
+def test_json_mid_line_naming_no_registered_tool_is_text() -> None:
+    text = 'Call it like x = {"name": "calculator", "arguments": {}} please.'
     assert parse(text) == [TextPiece(text)]
 
 
@@ -378,12 +388,14 @@ def test_json_candidate_past_the_limit_is_released_as_text() -> None:
 
 @pytest.mark.parametrize(("last_line", "is_call"), [("x", False), ("", True), ("  ", True)])
 def test_a_brace_right_after_a_released_candidate(last_line: str, is_call: bool) -> None:
-    head = '{"a": "\n'
+    head = '{"name": "\n'  # looks like a call on its first line, so it is held to the limit
     junk = head + "x" * (JSON_LIMIT - len(head) - len(last_line) - 1) + "\n" + last_line
     assert len(junk) == JSON_LIMIT
-    obj = '{"name": "now"}'
+    obj = '{"name": "other", "arguments": {}}'  # a call at a line's start, text in mid-line
     expected = (
-        [TextPiece(junk), CallPiece("now", {}, obj, "json")] if is_call else [TextPiece(junk + obj)]
+        [TextPiece(junk), CallPiece("other", {}, obj, "json")]
+        if is_call
+        else [TextPiece(junk + obj)]
     )
     assert parse(junk + obj) == expected
 
