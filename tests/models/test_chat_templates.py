@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agentrt.models.formats import format_for_metadata
 from agentrt.parsing import CallPiece, ToolCallParser
 
