@@ -44,6 +44,7 @@ from agentrt.events import (
 from agentrt.exceptions import AgentrtError, TokenLimitReached, UserError
 from agentrt.execution import Executor
 from agentrt.models.base import Message, Model, ToolDefinition
+from agentrt.models.formats import ToolFormat, format_for_name
 from agentrt.output import FINAL_RESULT, OutputSpec, structured_output
 from agentrt.parsing.answers import JSONProblem
 from agentrt.planning import PlannerInput, PlannerResult, Progress, run_planner
@@ -165,6 +166,9 @@ class Agent(Generic[DepsT, OutputT]):
         self._settings_json = self.settings.model_dump(mode="json")
         self._index: ToolIndex | None = None
         self._index_lock = asyncio.Lock()
+        chosen = self.settings.tool_format
+        self._tool_format: ToolFormat | None = None if chosen == "auto" else chosen
+        """The tool-call format prompts ask for; with `auto`, known from the first run on."""
 
     def run(
         self,
@@ -375,12 +379,15 @@ class Agent(Generic[DepsT, OutputT]):
         outcome: _Outcome,
     ) -> None:
         """Classify, plan and answer; then make the answer the output type."""
+        tool_format = await self._resolve_tool_format()
+        ctx.header = ctx.header.model_copy(update={"tool_format": tool_format})
         ctx.emit(
             RunStartedEvent,
             started_at=ctx.header.created,
             query=request.query,
             session_id=request.session_id,
             model=self.model.name,
+            tool_format=tool_format,
         )
         strategy, suggested = await self._choose_strategy(ctx, request.query, request.strategy)
         history = fit_history(outcome.history, self.settings.history_tokens)
@@ -412,6 +419,20 @@ class Agent(Generic[DepsT, OutputT]):
             dumped if isinstance(dumped, str) else json.dumps(dumped, ensure_ascii=False)
         )
         outcome.new[-1] = Message(role="assistant", content=outcome.answer)
+
+    async def _resolve_tool_format(self) -> ToolFormat:
+        """`settings.tool_format`, with `auto` made the model's family's format: the backend's
+        own answer (`detect_tool_format`, the embedded model's chat template), else its name's."""
+        if self._tool_format is None:
+            detect = getattr(self.model, "detect_tool_format", None)
+            try:
+                found: ToolFormat = await detect() if detect else format_for_name(self.model.name)
+            except (AgentrtError, OSError):
+                # A model that cannot load fails the run at its first call, with its own error;
+                # until then its name is as good a guess as any.
+                found = format_for_name(self.model.name)
+            self._tool_format = found
+        return self._tool_format
 
     async def _choose_strategy(
         self, ctx: RunContext, query: str, forced: str | None
@@ -557,6 +578,7 @@ class Agent(Generic[DepsT, OutputT]):
                 instructions=instructions,
                 tools=tools,
                 native_tools=self.model.native_tools,
+                tool_format=self._tool_format or "hermes",
                 **variables,
             )
             if not variables:

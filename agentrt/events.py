@@ -137,6 +137,9 @@ class RunStartedEvent(EventBase):
     session_id: str | None = None
     model: str
     """The model's name as it reports it."""
+    tool_format: str | None = None
+    """The tool-call format the prompt asks for (`AgentSettings.tool_format`, `auto` resolved
+    by the model's family); None in runs recorded before it was chosen."""
 
 
 class ClassifiedEvent(EventBase):

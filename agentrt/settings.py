@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrt.models.formats import ToolFormat
+
 __all__ = ["AgentSettings", "cache_dir"]
 
 
@@ -47,6 +49,10 @@ class AgentSettings(BaseModel):
     embedding_model: str | None = None
     """The model tool retrieval embeds with: a local path, or a hub name found in the local
     Hugging Face cache (nothing is downloaded). None: all-MiniLM-L6-v2, from its package."""
+    tool_format: Literal["auto"] | ToolFormat = "auto"
+    """The tool-call format the prompt asks a model that writes calls as text for
+    (`agentrt.models.formats`); `auto`: its family's own, known from a local model's chat
+    template or a server model's name. Calls in every format are read whatever this says."""
     cache_dir: Path | None = None
     """Where the tool index and joined model weights are cached; None: $AGENTRT_CACHE_DIR,
     else ~/.cache/agentrt."""

@@ -1,12 +1,12 @@
 """Tools: plain functions made callable by a model.
 
 `@tool` reads the signature and the docstring (Google, NumPy or reST style) and builds a pydantic
-model of the arguments; its JSON schema is what the model sees, and every call is validated
-against it before the function runs. Sync functions run in a worker thread, async ones are
-awaited. A parameter annotated `ToolContext` is not for the model: the executor fills it with
-what the tool may know of the run calling it; `ToolContext[D]` also carries the run's
-dependencies (`ctx.deps`, of type `D`: a database connection, an HTTP client, the user), given
-to `Agent.run(..., deps=...)`.
+model of the arguments; every call is validated against it before the function runs, and the
+model sees its JSON schema made minimal (`minimal_schema`). Sync functions run in a worker
+thread, async ones are awaited. A parameter annotated `ToolContext` is not for the model: the
+executor fills it with what the tool may know of the run calling it; `ToolContext[D]` also
+carries the run's dependencies (`ctx.deps`, of type `D`: a database connection, an HTTP client,
+the user), given to `Agent.run(..., deps=...)`.
 
 The executor does not call tool functions itself: it hands each call to a `ToolRunner`, by
 default `run_tool`. That is the seam a replay uses to answer calls from a recording instead.
@@ -31,7 +31,15 @@ from agentrt.exceptions import ToolDefinitionError, ToolError
 from agentrt.models.base import ModelRequest, ToolDefinition
 from agentrt.sessions.store import Scope, SessionTool
 
-__all__ = ["Tool", "ToolContext", "ToolRunner", "ToolStorage", "run_tool", "tool"]
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolRunner",
+    "ToolStorage",
+    "minimal_schema",
+    "run_tool",
+    "tool",
+]
 
 DepsT = TypeVar("DepsT", default=Any)
 
@@ -225,7 +233,7 @@ class Tool:
 
     def _definition(self) -> ToolDefinition:
         try:
-            parameters = self.args_model.model_json_schema()
+            parameters = minimal_schema(self.args_model.model_json_schema())
         except Exception as exc:  # pydantic's errors for types with no JSON schema vary
             msg = f"tool {self.name!r}: its parameters cannot be made into a JSON schema: {exc}"
             raise ToolDefinitionError(msg) from exc
@@ -300,6 +308,58 @@ def _args_model(
         msg = f"tool {name!r}: its parameters cannot be made into a schema: {exc}"
         raise ToolDefinitionError(msg) from exc
     return model, context_param
+
+
+# Keywords whose values are data, not schemas: kept verbatim (a default may hold a "title" key).
+_DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples", "required"})
+# Keywords whose values map names to schemas: the names are kept (a parameter may be "title").
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties"})
+# Dropped: titles (the 0.5B called a tool named after its argument model's title), definitions
+# (inlined below), and OpenAPI's discriminator, whose mapping points into the definitions.
+_DROPPED = frozenset({"title", "$defs", "definitions", "discriminator"})
+
+
+def minimal_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as a model should be shown it: no titles, every `$ref` inlined.
+
+    Pydantic's schemas carry what a model copies instead of reading: the argument model's
+    title (`search_arguments`, written as the tool's name) and `{"$ref": "#/$defs/JsonValue"}`
+    (pasted into arguments as a value). Descriptions, types, enums, required, defaults and
+    `additionalProperties` stay. Any JSON value (pydantic's `JsonValue`) reads as an empty
+    schema; a model that refers to itself is cut where it recurs, to a plain object.
+    """
+    defs = schema.get("$defs", {})
+    minimal: dict[str, Any] = _inline(schema, defs if isinstance(defs, dict) else {}, frozenset())
+    return minimal
+
+
+def _inline(node: Any, defs: dict[str, Any], expanding: frozenset[str]) -> Any:
+    if isinstance(node, list):
+        return [_inline(v, defs, expanding) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        target = defs.get(name)
+        if name in expanding or not isinstance(target, dict):
+            inlined: dict[str, Any] = {"type": "object"}
+        else:
+            inlined = _inline(target, defs, expanding | {name})
+        # Keywords beside the reference (a field's description, default) win over the target's.
+        siblings = _inline({k: v for k, v in node.items() if k != "$ref"}, defs, expanding)
+        return {**inlined, **siblings}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED:
+            continue
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key in _NAMED_SCHEMAS and isinstance(value, dict):
+            out[key] = {n: _inline(v, defs, expanding) for n, v in value.items()}
+        else:
+            out[key] = _inline(value, defs, expanding)
+    return out
 
 
 def _read_docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str | None]]:

@@ -116,6 +116,11 @@ class Model(Protocol):
     no extra, schema-bound final step. Leave it False where calls are written as text or a
     server's tool-call parsing is unreliable (the embedded model, llama.cpp, vLLM): the
     schema-bound step is valid by construction.
+
+    A backend may also have `async def detect_tool_format() -> ToolFormat` (read with
+    `getattr`): the tool-call format its model's family writes, when the backend knows better
+    than its name does (the embedded model reads its chat template). Without it, the model's
+    name decides (`agentrt.models.formats.format_for_name`).
     """
 
     @property

@@ -41,6 +41,7 @@ from agentrt.models.base import (
     for_llama_grammar,
     text_mode_messages,
 )
+from agentrt.models.formats import ToolFormat, format_for_metadata
 from agentrt.models.grammar import tool_turn_grammar
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
@@ -134,6 +135,12 @@ class LocalModel:
             seed=self.seed,
             verbose=False,
         )
+
+    async def detect_tool_format(self) -> ToolFormat:
+        """The format this model's family writes calls in, read from the GGUF's chat template
+        and metadata once the model is loaded (it is loaded here if it is not yet)."""
+        await self.load()
+        return format_for_metadata(self._llama.metadata)
 
     def completion_arguments(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments `Llama.create_chat_completion` gets for `request`: the

@@ -63,6 +63,8 @@ class TrajectoryHeader(BaseModel):
     query: str
     session_id: str | None = None
     model: str
+    tool_format: str | None = None
+    """The tool-call format the prompt asks for (see `RunStartedEvent.tool_format`)."""
     workspace: str | None
     """The workspace folder the run used; None for one held in memory (a code-first agent)."""
     workspace_fingerprint: str

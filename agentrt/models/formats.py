@@ -1,0 +1,110 @@
+"""Internal. The tool-call format a model writes, chosen by its family.
+
+`AgentSettings.tool_format` names one, or is `auto`: then the model's family decides. A local
+GGUF model is known by its chat template (what it was trained to write is what the template
+shows), else by the name in its metadata; a server's model, by its name. The parser reads every
+format whatever the choice: the choice only decides what the prompt asks for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "MODEL_FAMILIES",
+    "TEMPLATE_MARKERS",
+    "TOOL_FORMATS",
+    "ToolFormat",
+    "format_for_metadata",
+    "format_for_name",
+    "format_in_template",
+]
+
+ToolFormat = Literal[
+    "hermes",
+    "qwen3_coder",
+    "llama",
+    "mistral",
+    "pythonic",
+    "json",
+    "deepseek",
+    "glm4",
+    "kimi_k2",
+    "minimax",
+    "harmony",
+]
+"""A format of tool calls: `hermes` is `<tool_call>{json}</tool_call>` (Qwen2.5, Qwen3),
+`qwen3_coder` its XML body (`<function=NAME><parameter=K>`), `llama` Llama 3.x JSON with
+`parameters`, `mistral` `[TOOL_CALLS]`, `pythonic` `[f(a=1)]` (Llama 3.2/4, LFM2, OLMo), `json` a
+bare JSON object, and the vendor formats of DeepSeek, GLM-4, Kimi K2, MiniMax and gpt-oss."""
+
+TOOL_FORMATS: tuple[ToolFormat, ...] = get_args(ToolFormat)
+
+MODEL_FAMILIES: dict[str, ToolFormat] = {
+    "qwen3-coder": "qwen3_coder",
+    "qwen3.5": "qwen3_coder",
+    "qwen": "hermes",
+    "hermes": "hermes",
+    "llama-3": "llama",
+    "llama3": "llama",
+    "mistral": "mistral",
+    "mixtral": "mistral",
+    "devstral": "mistral",
+    "magistral": "mistral",
+    "ministral": "mistral",
+    "deepseek": "deepseek",
+    "glm-4": "glm4",
+    "glm4": "glm4",
+    "kimi": "kimi_k2",
+    "minimax": "minimax",
+    "gpt-oss": "harmony",
+    "lfm2": "pythonic",
+    "olmo": "pythonic",
+}
+"""A piece of a model's name (lower case, `_` and spaces read as `-`) → its family's format;
+the first piece found wins, so more specific pieces come first. A name with none is `hermes`."""
+
+TEMPLATE_MARKERS: dict[str, ToolFormat] = {
+    "<parameter=": "qwen3_coder",
+    "<arg_key>": "glm4",
+    "<|tool_calls_section_begin|>": "kimi_k2",
+    "<minimax:tool_call>": "minimax",
+    "<｜tool▁calls▁begin｜>": "deepseek",
+    "<tool_call>": "hermes",
+    "[TOOL_CALLS]": "mistral",
+    "<|channel|>": "harmony",
+    "<|tool_call_start|>": "pythonic",
+    "<|python_tag|>": "llama",
+}
+"""What a chat template shows of the calls it was trained on → their format; the first found
+wins (GLM-4 and Qwen3-Coder wrap their own bodies in `<tool_call>`, so they come first)."""
+
+
+def format_for_name(name: str) -> ToolFormat:
+    """The format of the family `name` belongs to (`hermes` for a name of no known family)."""
+    return _family(name) or "hermes"
+
+
+def format_in_template(template: str) -> ToolFormat | None:
+    """The format a chat template shows its model writing, if it shows one."""
+    return next((f for marker, f in TEMPLATE_MARKERS.items() if marker in template), None)
+
+
+def format_for_metadata(metadata: Mapping[str, Any]) -> ToolFormat:
+    """The format of a GGUF model, from its metadata (llama-cpp's `Llama.metadata`): its chat
+    template's, else its name's or architecture's family's, else `hermes`."""
+    template = metadata.get("tokenizer.chat_template")
+    if isinstance(template, str) and (found := format_in_template(template)) is not None:
+        return found
+    for key in ("general.name", "general.basename", "general.architecture"):
+        value = metadata.get(key)
+        if isinstance(value, str) and (family := _family(value)) is not None:
+            return family
+    return "hermes"
+
+
+def _family(name: str) -> ToolFormat | None:
+    normal = re.sub(r"[\s_]+", "-", name.lower())
+    return next((f for piece, f in MODEL_FAMILIES.items() if piece in normal), None)
