@@ -12,18 +12,33 @@ A call arrives in one of these shapes:
   ``<|function_call|>`` (tokens that are never shown), several separated by ``;``;
 - the same object or array alone in a ```` ``` ```` or ```` ```json ```` fence;
 - what the small embedded model copies from its chat template: calls in a ``<tools>`` block (the
-  tags are dropped like the call tokens) and objects with doubled braces ``{{"name": …}}``.
+  tags are dropped like the call tokens) and objects with doubled braces ``{{"name": …}}``;
+- Mistral's ``[TOOL_CALLS]`` followed by a JSON array of call objects (older templates) or by
+  ``NAME[ARGS]{…}`` (optionally ``NAME[CALL_ID]ID[ARGS]{…}``), several in a row; any name;
+- a pythonic list ``[get_weather(city="Paris"), add(a=1)]`` (Llama 3.2/4, OLMo; LFM2 wraps it in
+  ``<|tool_call_start|>``…``<|tool_call_end|>``, tokens dropped): it must begin with a registered
+  tool's name and "(", and its keyword values are literals, read by `ast.literal_eval`, never run;
+- an attribute tag ``<run_sql sql="SELECT 1" limit="5"/>`` (or ``<name/>``) of a registered tool,
+  the attributes its arguments, typed by the tool's schema like Qwen3-Coder's values;
+- a gpt-oss harmony call, as the reasoning splitter leaves it: a header naming the recipient
+  ``to=functions.NAME``, ``<|message|>``, a JSON object and ``<|call|>``.
 
 `ToolCallParser.feed` returns each call from the very chunk that completes it (the ``>`` of the
-closing tag, or the object's closing brace, also inside an array) and returns visible text as
-soon as it cannot belong to a call. The parser is a state machine over characters:
+closing tag, or the object's closing brace, also inside an array, or a pythonic call's ``)``)
+and returns visible text as soon as it cannot belong to a call. The parser is a state machine
+over characters:
 
     TEXT ── "<" ──► TAG_OPEN ── "<name>" ──► BODY ── "</name>" ──► calls, TEXT
      │                  └── call token ──► TEXT, as at a line's start
      ├─ "{" ──► JSON_OPEN ── '"' ──► JSON_BODY ── closing "}" ──► call: SEQ; else text, TEXT
      │                                 └── first newline, no call keys yet ──► text, TEXT
      ├─ "[" ──► SEQ ── "{" ──► JSON_OPEN …        SEQ ── "," / ";" then "{" ──► JSON_OPEN …
-     │                                             SEQ ── "]" ──► TEXT; anything else: text
+     │           │                                 SEQ ── "]" ──► TEXT; anything else: text
+     │           └─ letter ──► WORD ── "tool(" ──► PY ── ")" ──► call, PY_SEP ── "," ──► WORD …
+     │                          │                                  └── "]" ──► TEXT
+     │                          └── "TOOL_CALLS]" ──► MISTRAL ── "[" ──► SEQ (mistral) …
+     │                                     └── "NAME[ARGS]" ──► MISTRAL_HEAD ── "{" ──► JSON_OPEN …
+     ├─ "<tool " ──► ATTRS ── ">" outside quotes, after "/" ──► call; otherwise text
      └─ "`" first on its line ──► FENCE_OPEN ── "```json⏎" ──► FENCE_WS ── "{" or "[" ──► …
                                      … closing "}" or "]" ──► FENCE_TAIL ── "```⏎" ──► TEXT
 
@@ -43,7 +58,9 @@ Each character is examined a bounded number of times, so parsing is linear in th
 
 from __future__ import annotations
 
+import ast
 import functools
+import html
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -153,7 +170,40 @@ _TEXT_STOP = re.compile(r"[<\n{\[]")
 # Tokens some chat templates put before a JSON call (Llama 3.x, Functionary), and the <tools> block
 # the small embedded model wraps its calls in, copying its template: never shown, and the JSON
 # after one is read as if it started a line.
-_CALL_TOKENS = ("<|python_tag|>", "<|function_call|>", "<tools>", "</tools>")
+# LFM2 wraps its pythonic list in <|tool_call_start|>…<|tool_call_end|>.
+_CALL_TOKENS = (
+    "<|python_tag|>",
+    "<|function_call|>",
+    "<tools>",
+    "</tools>",
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+)
+# gpt-oss harmony: the reasoning splitter leaves a call's header (from whichever token began it),
+# its <|message|> and body, and <|call|> in the content.
+_HARMONY_OPENERS = ("<|start|>", "<|channel|>")
+_HARMONY_CALL = "<|call|>"
+_HARMONY_FORM = (
+    "<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json"
+    '<|message|>{"key": "value"}<|call|>'
+)
+_RECIPIENT = re.compile(r"(?:^|[\s>])to=(?:functions\.)?([^\s<]+)")
+# A word after "[": a pythonic call's name, or Mistral's TOOL_CALLS marker.
+_WORD_START = re.compile(r"[A-Za-z_]")
+_NOT_WORD = re.compile(r"[^\w.\-]")
+WORD_LIMIT = 256
+"""A word after ``[`` (or a Mistral call's head) longer than this is text."""
+_MISTRAL_MARK = "TOOL_CALLS"
+_MISTRAL_CALL_HEAD = re.compile(r"([^\[\]\s{]+)(?:\[CALL_ID\][^\[\]\s]*)?\[ARGS\]\s*")
+_MISTRAL_FORM = '[TOOL_CALLS]NAME[ARGS]{"key": "value"}'
+_HEAD_STOP = re.compile(r"[{\n]")
+_PY_OUTSIDE = re.compile(r"""[()\[\]{}"']""")
+_PY_IN_STRING = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+# Between attributes only names, "=", blanks and the closing "/>" may appear.
+_ATTR_SPECIAL = re.compile(r"[^\w\s=:.\-/]")
+_ATTR_END = {'"': re.compile('"'), "'": re.compile("'")}
+_ATTRIBUTE = re.compile(r"""\s*([\w.:\-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 # A candidate whose first line shows none of these keys is not a call: it is released at that
 # line's end rather than hiding the rest of the stream until it balances.
 _MARK = re.compile(r'"(?:name|tool|arguments|args|parameters)"\s*:')
@@ -167,9 +217,26 @@ _ARGUMENTS_HINT = re.compile(r'"(?:arguments|args|parameters)"\s*:')
 _char_piece = functools.lru_cache(maxsize=1024)(TextPiece)
 
 # Parser states; plain ints because the state is dispatched on for every chunk.
-(_TEXT, _TAG_OPEN, _BODY, _FENCE_OPEN, _FENCE_WS, _JSON_OPEN, _JSON_BODY, _FENCE_TAIL, _SEQ) = (
-    range(9)
-)
+(
+    _TEXT,
+    _TAG_OPEN,
+    _BODY,
+    _FENCE_OPEN,
+    _FENCE_WS,
+    _JSON_OPEN,
+    _JSON_BODY,
+    _FENCE_TAIL,
+    _SEQ,
+    _WORD,
+    _PY,
+    _PY_SEP,
+    _MISTRAL,
+    _MISTRAL_HEAD,
+    _ATTRS,
+) = range(15)
+
+
+_TagKind = Literal["tag", "hermes", "token", "attrs", "harmony"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +244,8 @@ class _Tag:
     open: str
     close: str
     spec: TagSpec | None
-    """None for ``<tool_call>`` and the call tokens."""
+    """None for ``<tool_call>``, the call tokens and harmony."""
+    kind: _TagKind = "tag"
 
 
 class ToolCallParser:
@@ -207,6 +275,12 @@ class ToolCallParser:
             self._on_json_body,
             self._on_fence_tail,
             self._on_seq,
+            self._on_word,
+            self._on_py,
+            self._on_py_sep,
+            self._on_mistral,
+            self._on_mistral_head,
+            self._on_attrs,
         )
         self._out: list[ParsedPiece] = []
         self._text: list[str] = []
@@ -237,6 +311,19 @@ class ToolCallParser:
         self._scanner = ObjectScanner()
         self._ticks = 0
         self._tail_visible = False
+        self._fmt: CallFormat = "json"
+        """The format of the JSON calls being read: `mistral` after ``[TOOL_CALLS]``."""
+        self._call_name: str | None = None
+        """The name read from ``[TOOL_CALLS]NAME[ARGS]``, whose arguments object is being read."""
+        self._word = ""
+        self._py_more = False
+        """In WORD: a pythonic list already gave a call, so this word must name the next one."""
+        self._py = _PyScanner()
+        self._segment: list[str] = []
+        """The pythonic call being read, from its name."""
+        self._quote = ""
+        self._attr_last = " "
+        """In ATTRS: the last non-blank character outside a value (a value follows "=")."""
 
     def feed(self, chunk: str) -> list[ParsedPiece]:
         """Read the next chunk; return the pieces it completes, in order."""
@@ -259,6 +346,8 @@ class ToolCallParser:
         elif state == _BODY:
             for piece in self._unclosed():
                 self._emit(piece)
+        elif state in (_PY, _ATTRS) or (state == _JSON_BODY and self._call_name is not None):
+            self._emit(self._unfinished())
         elif state != _FENCE_TAIL or self._tail_visible or self._ticks < 3:
             # A fence closed by "```" at the very end has consumed its text already.
             self._text.extend(self._held)
@@ -288,6 +377,7 @@ class ToolCallParser:
         self._held = []
         self._state = _TEXT
         self._line_start = line_start
+        self._call_name = None
 
     def _on_text(self, chunk: str, i: int) -> int:
         if self._line_start:
@@ -364,9 +454,19 @@ class ToolCallParser:
 
     def _enter(self, tag: _Tag) -> None:
         self._held = []
-        if tag.close:
+        self._tag = tag
+        if tag.kind == "attrs" and tag.close:
+            self._held = [tag.open]
+            self._json_len = len(tag.open)
+            self._quote = ""
+            self._attr_last = " "
+            self._state = _ATTRS
+        elif tag.kind == "attrs":  # <name/>: a call without arguments, whole already
+            self._emit(_attribute_call(tag, tag.open, self._schemas))
+            self._state = _TEXT
+            self._line_start = False
+        elif tag.close:
             self._state = _BODY
-            self._tag = tag
         else:  # a call token: dropped, and what follows is read as a line's start
             self._state = _TEXT
             self._line_start = True
@@ -392,11 +492,12 @@ class ToolCallParser:
         body = held + chunk[i : i + start] if start >= 0 else held[: len(held) + start]
         tag = self._tag
         raw = tag.open + body + tag.close
-        pieces = (
-            _hermes_calls(body, raw, self._schemas)
-            if tag.spec is None
-            else _tag_calls(tag.spec, body, raw)
-        )
+        if tag.kind == "harmony":
+            pieces = [_harmony_call(body, raw)]
+        elif tag.spec is None:
+            pieces = _hermes_calls(body, raw, self._schemas)
+        else:
+            pieces = _tag_calls(tag.spec, body, raw)
         for piece in pieces:
             self._emit(piece)
         self._held = []
@@ -422,6 +523,9 @@ class ToolCallParser:
             # Generation stopped at end-of-sequence before the closing tag: the body is whole.
             return _hermes_calls(body, tag.open + body, self._schemas)
         name = tag.spec.name if tag.spec is not None else _hermes_name(body)
+        if tag.kind == "harmony":
+            recipient = _RECIPIENT.search(body)
+            name = recipient.group(1) if recipient is not None else None
         reason = f"{tag.open} was never closed: end the call with {tag.close}."
         return [InvalidPiece(tag.open + body, reason, name)]
 
@@ -467,6 +571,7 @@ class ToolCallParser:
         self._fenced = fenced
         self._anywhere = anywhere
         self._in_seq = False
+        self._fmt = "json"
         if char == "{":
             self._begin_json()
         else:
@@ -563,13 +668,18 @@ class ToolCallParser:
         return i
 
     def _end_json(self, i: int) -> int:
+        if self._call_name is not None:
+            return self._end_mistral_call(i)
         held = "".join(self._held)
         self._held = []
         source = held[-self._json_len :]
         text = _undouble(source) if self._doubled else source
         in_array = self._in_seq and self._container == "["
         raw = source if self._in_seq else held
-        piece = _json_call(text, raw, self._names, anywhere=self._anywhere)
+        piece = _json_call(text, raw, self._names, anywhere=self._anywhere, fmt=self._fmt)
+        if piece is None and self._fmt == "mistral":
+            reason = f"[TOOL_CALLS] is followed by calls: write {_MISTRAL_FORM}."
+            piece = InvalidPiece(raw, reason)
         if piece is None:
             self._text.append(held)
             if self._fenced and not in_array:
@@ -604,6 +714,11 @@ class ToolCallParser:
             self._in_seq = True
             self._begin_json()
             return i + 1
+        if self._seq_first and array and _WORD_START.match(char):
+            self._word = ""
+            self._py_more = False
+            self._state = _WORD
+            return i
         closing = not self._seq_first and not self._sep_seen
         if closing and char == ("," if array else ";"):
             self._sep_seen = True
@@ -620,6 +735,180 @@ class ToolCallParser:
                 self._line_start = False
             return i + 1
         return self._give_up(i)
+
+    def _on_word(self, chunk: str, i: int) -> int:
+        """A word right after ``[`` (or after a pythonic call's ","): a tool's name followed by
+        "(" begins a pythonic call, ``TOOL_CALLS]`` is Mistral's marker; anything else is text."""
+        match = _NOT_WORD.search(chunk, i)
+        end = len(chunk) if match is None else match.start()
+        word = self._word + chunk[i:end]
+        if len(word) > WORD_LIMIT:
+            return self._give_up(i)
+        self._held.append(chunk[i:end])
+        self._word = word
+        if match is None:
+            return end
+        char = chunk[end]
+        if char == "(" and (self._py_more or word in self._names):
+            self._held.append(char)
+            self._segment = [word, char]
+            self._json_len = len(word) + 1
+            self._py = _PyScanner()
+            self._state = _PY
+            return end + 1
+        if char == "]" and word == _MISTRAL_MARK and not self._py_more:
+            self._held.append(char)
+            self._state = _MISTRAL
+            return end + 1
+        return self._give_up(end)
+
+    def _on_py(self, chunk: str, i: int) -> int:
+        """Inside a pythonic call's parentheses, up to the ")" that closes them."""
+        room = JSON_LIMIT - self._json_len
+        if room == 0:
+            return self._give_up(i)
+        end = min(len(chunk), i + room)
+        stop = self._py.scan(chunk, i, end)
+        part = chunk[i : end if stop < 0 else stop]
+        self._held.append(part)
+        self._segment.append(part)
+        self._json_len += len(part)
+        if stop < 0:
+            return end
+        self._emit(_pythonic_call("".join(self._segment), self._names))
+        self._held = []
+        self._state = _PY_SEP
+        self._sep_seen = False
+        return stop
+
+    def _on_py_sep(self, chunk: str, i: int) -> int:
+        """Between pythonic calls: ", " then the next call, or the list's "]"."""
+        char = chunk[i]
+        if char.isspace() or (char == "," and not self._sep_seen):
+            self._sep_seen = self._sep_seen or char == ","
+            self._held.append(char)
+            return i + 1
+        if self._sep_seen and _WORD_START.match(char):
+            self._word = ""
+            self._py_more = True
+            self._state = _WORD
+            return i
+        if char == "]" and not self._sep_seen:
+            self._held = []
+            self._state = _TEXT
+            self._line_start = False
+            return i + 1
+        return self._give_up(i)
+
+    def _on_mistral(self, chunk: str, i: int) -> int:
+        """After ``[TOOL_CALLS]``: a JSON array of calls (the older form) or ``NAME[ARGS]{…}``."""
+        char = chunk[i]
+        if char.isspace():
+            self._held.append(char)
+            return i + 1
+        if char == "[":
+            self._held.append(char)
+            self._state = _SEQ
+            self._container = "["
+            self._seq_first = True
+            self._sep_seen = False
+            self._fmt = "mistral"
+            self._anywhere = False
+            return i + 1
+        if _WORD_START.match(char):
+            self._word = ""
+            self._state = _MISTRAL_HEAD
+            return i
+        return self._give_up(i)
+
+    def _on_mistral_head(self, chunk: str, i: int) -> int:
+        """``NAME[ARGS]`` (or ``NAME[CALL_ID]ID[ARGS]``) up to the arguments' "{"."""
+        match = _HEAD_STOP.search(chunk, i)
+        end = len(chunk) if match is None else match.start()
+        head = self._word + chunk[i:end]
+        if len(head) > WORD_LIMIT:
+            return self._give_up(i)
+        self._held.append(chunk[i:end])
+        self._word = head
+        if match is None:
+            return end
+        found = _MISTRAL_CALL_HEAD.fullmatch(head) if chunk[end] == "{" else None
+        if found is None:
+            return self._give_up(end)
+        self._call_name = found.group(1)
+        self._begin_json()
+        self._marked = True  # the marker said it is a call: its arguments may span lines
+        return end + 1
+
+    def _end_mistral_call(self, i: int) -> int:
+        held = "".join(self._held)
+        name, self._call_name = self._call_name or "", None
+        self._held = []
+        try:
+            piece: CallPiece | InvalidPiece = CallPiece(
+                name, load_object(held[-self._json_len :]), held, "mistral"
+            )
+        except JSONProblem as exc:
+            reason = (
+                f"the arguments of {name} are not a JSON object: {exc}. "
+                f'Write [TOOL_CALLS]{name}[ARGS]{{"key": "value"}}.'
+            )
+            piece = InvalidPiece(held, reason, name)
+        self._emit(piece)
+        self._state = _TEXT
+        self._line_start = False
+        return i
+
+    def _on_attrs(self, chunk: str, i: int) -> int:
+        """Inside ``<name key="value" …``, up to the ">" outside a value."""
+        n = len(chunk)
+        while i < n:
+            quote = self._quote
+            pattern = _ATTR_END[quote] if quote else _ATTR_SPECIAL
+            match = pattern.search(chunk, i)
+            stop = n if match is None else match.end()
+            if self._json_len + stop - i > JSON_LIMIT:
+                return self._give_up(i)
+            self._held.append(chunk[i:stop])
+            self._json_len += stop - i
+            if match is None:
+                if not quote and chunk[i:].strip():
+                    self._attr_last = chunk[i:].rstrip()[-1]
+                return n
+            before = chunk[i : match.start()].rstrip()
+            i = stop
+            char = match.group()
+            if quote:
+                self._quote = ""
+                self._attr_last = char
+                continue
+            last = before[-1] if before else self._attr_last
+            if char in "\"'" and last == "=":
+                self._quote = char
+            elif char == ">" and last == "/":
+                self._emit(_attribute_call(self._tag, "".join(self._held), self._schemas))
+                self._held = []
+                self._state = _TEXT
+                self._line_start = False
+                return i
+            else:  # not an attribute list: the tag and what followed are text
+                self._held[-1] = self._held[-1][:-1]
+                return self._give_up(i - 1)
+        return n
+
+    def _unfinished(self) -> InvalidPiece:
+        """A pythonic call, an attribute tag or a Mistral call cut off by the end of the stream."""
+        raw = "".join(self._held)
+        if self._state == _PY:
+            name = self._segment[0]
+            form = f"[{name}(key=value)]"
+        elif self._state == _ATTRS:
+            name = self._tag.open[1:-1]
+            form = f'<{name} key="value"/>'
+        else:
+            name = self._call_name or ""
+            form = f'[TOOL_CALLS]{name}[ARGS]{{"key": "value"}}'
+        return InvalidPiece(raw, f"the call of {name} was never closed: write {form}.", name)
 
     def _on_fence_tail(self, chunk: str, i: int) -> int:
         if self._ticks == 0:
@@ -680,9 +969,14 @@ def _tag_tables(
         if spec.name and spec.name != "tool_call" and not _NOT_TAG_NAME.search(spec.name):
             by_name[spec.name] = spec
     tags = {f"<{name}>": _Tag(f"<{name}>", f"</{name}>", spec) for name, spec in by_name.items()}
-    tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None)
+    for name, spec in by_name.items():  # <name key="value"/>, <name/>
+        tags[f"<{name} "] = _Tag(f"<{name} ", "/>", spec, "attrs")
+        tags[f"<{name}/>"] = _Tag(f"<{name}/>", "", spec, "attrs")
+    tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None, "hermes")
+    for opener in _HARMONY_OPENERS:
+        tags[opener] = _Tag(opener, _HARMONY_CALL, None, "harmony")
     for token in _CALL_TOKENS:  # a registered tool named "tools" keeps its tag
-        tags.setdefault(token, _Tag(token, "", None))
+        tags.setdefault(token, _Tag(token, "", None, "token"))
     prefixes = frozenset(tag[:k] for tag in tags for k in range(1, len(tag)))
     return frozenset(by_name), tags, prefixes
 
@@ -828,7 +1122,7 @@ def _complete_json(body: str) -> bool:
 
 
 def _json_call(
-    text: str, raw: str, names: frozenset[str], *, anywhere: bool
+    text: str, raw: str, names: frozenset[str], *, anywhere: bool, fmt: CallFormat = "json"
 ) -> CallPiece | InvalidPiece | None:
     """The call a bare or fenced JSON object makes, or None when it is not call-shaped.
 
@@ -858,7 +1152,7 @@ def _json_call(
         arguments = _call_arguments(value, name)
     except JSONProblem as exc:
         return InvalidPiece(raw, str(exc), name)
-    return CallPiece(name, arguments, raw, "json")
+    return CallPiece(name, arguments, raw, fmt)
 
 
 def _call_name(obj: dict[str, Any]) -> str | None:
@@ -890,3 +1184,115 @@ def _call_arguments(obj: dict[str, Any], name: str) -> dict[str, Any]:
         f'the arguments of "{name}" must be a JSON object, not {kind(value)}: '
         f'write {{"name": "{name}", "arguments": {{...}}}}.'
     )
+
+
+class _PyScanner:
+    """Where a pythonic call's parentheses close: bracket depth and the open string's quote,
+    kept between chunks like `ObjectScanner`'s."""
+
+    __slots__ = ("depth", "escaped", "quote")
+
+    def __init__(self) -> None:
+        self.depth = 1
+        self.quote = ""
+        self.escaped = False
+
+    def scan(self, text: str, pos: int, end: int) -> int:
+        """Scan `text[pos:end]`; return the index just past the closing ")", or -1."""
+        while pos < end:
+            if self.escaped:
+                self.escaped = False
+                pos += 1
+                continue
+            pattern = _PY_IN_STRING[self.quote] if self.quote else _PY_OUTSIDE
+            match = pattern.search(text, pos, end)
+            if match is None:
+                return -1
+            pos = match.end()
+            char = match.group()
+            if char == "\\":
+                self.escaped = True
+            elif self.quote:
+                self.quote = ""
+            elif char in "\"'":
+                self.quote = char
+            elif char in "([{":
+                self.depth += 1
+            else:
+                self.depth -= 1
+                if self.depth == 0:
+                    return pos
+        return -1
+
+
+def _pythonic_call(text: str, names: frozenset[str]) -> CallPiece | InvalidPiece:
+    """``name(key=value, …)`` with literal values (read with `ast.literal_eval`, never run)."""
+    name = text[: text.index("(")]
+    form = f"[{name}(key=value, other=value)]"
+    if name not in names:
+        reason = f"{name} is not one of your tools: call only the tools you were given."
+        return InvalidPiece(text, reason, name)
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        detail = exc.msg if isinstance(exc, SyntaxError) else "it cannot be read"
+        reason = f"the call of {name} is not a Python call ({detail}): write {form}."
+        return InvalidPiece(text, reason, name)
+    if not isinstance(node, ast.Call) or node.args:
+        reason = f"the arguments of {name} must each be named, as {form}."
+        return InvalidPiece(text, reason, name)
+    arguments: dict[str, Any] = {}
+    for keyword in node.keywords:
+        value = keyword.value
+        try:
+            if keyword.arg is None:
+                raise ValueError("**")
+            if isinstance(value, ast.Name) and value.id in _JSON_WORDS:
+                arguments[keyword.arg] = _JSON_WORDS[value.id]
+            else:
+                arguments[keyword.arg] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            reason = (
+                f"the value of {keyword.arg or '**'} in the call of {name} is not a literal "
+                f"(a string, number, boolean, None, list or dict): write {form}."
+            )
+            return InvalidPiece(text, reason, name)
+    return CallPiece(name, arguments, text, "pythonic")
+
+
+def _attribute_call(
+    tag: _Tag, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+) -> CallPiece | InvalidPiece:
+    """``<name key="value" …/>``: the attributes are the arguments, typed by the schema."""
+    name = tag.open[1:].rstrip(" />")
+    body = raw[len(tag.open) :].removesuffix(">").rstrip().removesuffix("/")
+    properties = schemas.get(name, {}).get("properties", {})
+    arguments: dict[str, Any] = {}
+    pos = 0
+    for attribute in _ATTRIBUTE.finditer(body):
+        if attribute.start() != pos:
+            break
+        key, value = attribute.group(1), html.unescape(attribute.group(2) or attribute.group(3))
+        schema = properties.get(key)
+        arguments[key] = _coerce(value, schema if isinstance(schema, Mapping) else {})
+        pos = attribute.end()
+    if body[pos:].strip():
+        reason = f'the attributes of <{name}> cannot be read: write <{name} key="value"/>.'
+        return InvalidPiece(raw, reason, name)
+    return CallPiece(name, arguments, raw, "xml_attributes")
+
+
+def _harmony_call(body: str, raw: str) -> CallPiece | InvalidPiece:
+    """A harmony message to ``functions.NAME``: its header, ``<|message|>``, a JSON body."""
+    header, found, message = body.partition("<|message|>")
+    recipient = _RECIPIENT.search(header)
+    if not found or recipient is None:
+        reason = f"a tool call needs a recipient and a message: write {_HARMONY_FORM}."
+        return InvalidPiece(raw, reason)
+    name = recipient.group(1)
+    try:
+        arguments = load_object(message) if message.strip() else {}
+    except JSONProblem as exc:
+        reason = f"the message to {name} is not a JSON object: {exc}. Write {_HARMONY_FORM}."
+        return InvalidPiece(raw, reason, name)
+    return CallPiece(name, arguments, raw, "harmony")
