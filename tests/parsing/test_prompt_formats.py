@@ -14,7 +14,7 @@ from agentrt.workspace import default_workspace_path
 PROMPTS = default_workspace_path() / "prompts" / "tool_formats"
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 
-NOT_READ_YET = {"deepseek", "glm4", "harmony", "kimi_k2", "minimax", "pythonic"}
+NOT_READ_YET = {"deepseek", "glm4", "kimi_k2", "minimax"}
 """Formats the prompts ask for that the parser does not read yet (issue 18): each must fail
 below, so that reading it makes this set shrink."""
 
