@@ -8,9 +8,26 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentrt.models.formats import ToolFormat
+__all__ = ["AgentSettings", "ToolFormat", "cache_dir"]
 
-__all__ = ["AgentSettings", "cache_dir"]
+
+ToolFormat = Literal[
+    "hermes",
+    "qwen3_coder",
+    "llama",
+    "mistral",
+    "pythonic",
+    "json",
+    "deepseek",
+    "glm4",
+    "kimi_k2",
+    "minimax",
+    "harmony",
+]
+"""A format of tool calls: `hermes` is `<tool_call>{json}</tool_call>` (Qwen2.5, Qwen3),
+`qwen3_coder` its XML body (`<function=NAME><parameter=K>`), `llama` Llama 3.x JSON with
+`parameters`, `mistral` `[TOOL_CALLS]`, `pythonic` `[f(a=1)]` (Llama 3.2/4, LFM2, OLMo), `json` a
+bare JSON object, and the vendor formats of DeepSeek, GLM-4, Kimi K2, MiniMax and gpt-oss."""
 
 
 class AgentSettings(BaseModel):

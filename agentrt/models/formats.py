@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Any, get_args
+
+from agentrt.settings import ToolFormat
 
 __all__ = [
     "MODEL_FAMILIES",
@@ -21,24 +23,6 @@ __all__ = [
     "format_for_name",
     "format_in_template",
 ]
-
-ToolFormat = Literal[
-    "hermes",
-    "qwen3_coder",
-    "llama",
-    "mistral",
-    "pythonic",
-    "json",
-    "deepseek",
-    "glm4",
-    "kimi_k2",
-    "minimax",
-    "harmony",
-]
-"""A format of tool calls: `hermes` is `<tool_call>{json}</tool_call>` (Qwen2.5, Qwen3),
-`qwen3_coder` its XML body (`<function=NAME><parameter=K>`), `llama` Llama 3.x JSON with
-`parameters`, `mistral` `[TOOL_CALLS]`, `pythonic` `[f(a=1)]` (Llama 3.2/4, LFM2, OLMo), `json` a
-bare JSON object, and the vendor formats of DeepSeek, GLM-4, Kimi K2, MiniMax and gpt-oss."""
 
 TOOL_FORMATS: tuple[ToolFormat, ...] = get_args(ToolFormat)
 
