@@ -41,7 +41,7 @@ from agentrt.models.base import (
     for_llama_grammar,
     text_mode_messages,
 )
-from agentrt.models.formats import ToolFormat, format_for_metadata
+from agentrt.models.formats import ToolFormat, format_for_metadata, format_for_name
 from agentrt.models.grammar import tool_turn_grammar
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
@@ -137,10 +137,22 @@ class LocalModel:
         )
 
     async def detect_tool_format(self) -> ToolFormat:
-        """The format this model's family writes calls in, read from the GGUF's chat template
-        and metadata once the model is loaded (it is loaded here if it is not yet)."""
-        await self.load()
-        return format_for_metadata(self._llama.metadata)
+        """The format this model's family writes calls in, from the GGUF's chat template and
+        metadata. Asked before a run starts, so it never waits for the weights: a packaged
+        model is known by its name, a file by its metadata, read without the weights."""
+        if self._llama is not None:
+            return format_for_metadata(self._llama.metadata)
+        if self._pack is not None:
+            return format_for_name(self._pack.name)
+        return await anyio.to_thread.run_sync(self._metadata_format)
+
+    def _metadata_format(self) -> ToolFormat:
+        from llama_cpp import Llama
+
+        assert self._path is not None
+        _route_llama_cpp_logs()
+        vocab = Llama(model_path=str(self._path), vocab_only=True, verbose=False)
+        return format_for_metadata(vocab.metadata)
 
     def completion_arguments(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments `Llama.create_chat_completion` gets for `request`: the

@@ -225,3 +225,12 @@ async def test_a_constrained_turn_answers_or_calls_validly(
     assert len(adds) == calls
     for e in adds:
         assert isinstance(e.arguments["a"], int)
+
+
+async def test_the_tool_format_is_known_without_the_weights(small_model_path: Path) -> None:
+    """A run asks before `run_started`: it must not wait for weights to load (or be joined)."""
+    by_pack = LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m")
+    by_file = LocalModel(small_model_path)
+    assert await by_pack.detect_tool_format() == "hermes"
+    assert await by_file.detect_tool_format() == "hermes"  # from the GGUF's chat template
+    assert (by_pack._llama, by_file._llama) == (None, None)
