@@ -20,6 +20,7 @@ errors) and no extra call is needed.
 from __future__ import annotations
 
 import json
+import re
 from contextlib import aclosing
 from typing import Any, Generic, TypeVar
 
@@ -45,6 +46,7 @@ _ASK = (
     "Your answer was:\n{answer}\n\nWrite that answer as one JSON value matching this JSON "
     "schema, and nothing else:\n{schema}"
 )
+_NUMBER_TAIL = re.compile(r"(\d)(?:\.|[eE][+-]?)$")
 _FIX = "That answer is not valid: {errors}. Give the corrected JSON value, and nothing else."
 
 
@@ -102,6 +104,9 @@ class OutputSpec(Generic[OutputT]):
     def partial(self, text: str) -> tuple[JsonValue, bool] | None:
         """The output as far as `text` (a JSON value still being written) goes, and whether
         that much is valid yet (pydantic's partial validation); None before the value starts."""
+        # A number cut after its point or exponent (`21.`) would drop its whole field from
+        # the partial value for a delta: read it as far as it is a number (`21`).
+        text = _NUMBER_TAIL.sub(r"\1", text)
         try:
             value: JsonValue = pydantic_core.from_json(text, allow_partial="trailing-strings")
         except ValueError:

@@ -343,3 +343,16 @@ class TestNativeFinalResult:
         assert "population" in refused.content
         assert "greater than 0" in refused.content
         check_stream(result.trajectory.events)
+
+
+def test_a_half_written_number_keeps_its_field() -> None:
+    """`21.` is read as 21 while the answer streams: a UI never sees the field vanish."""
+    spec = Agent(ScriptedModel([]), output_type=City).output
+    seen = [
+        spec.partial('{"name": "Lyon", "population": ' + tail) for tail in ("52", "52.", "52.5")
+    ]
+    assert [s[0] if s else None for s in seen] == [
+        {"name": "Lyon", "population": 52},
+        {"name": "Lyon", "population": 52},
+        {"name": "Lyon", "population": 52.5},
+    ]
