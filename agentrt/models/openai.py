@@ -58,6 +58,7 @@ from agentrt.models.base import (
     Message,
     ModelChunk,
     ModelRequest,
+    ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     UsageChunk,
@@ -301,7 +302,7 @@ class OpenAIModel:
                             continue
                         # Servers send about one token per delta: count them for servers
                         # that report no usage.
-                        if isinstance(chunk, TextChunk) or chunk.arguments:
+                        if isinstance(chunk, TextChunk | ReasoningChunk) or chunk.arguments:
                             tokens += 1
                         started = True
                         yield chunk
