@@ -41,6 +41,7 @@ from agentrt.events import (
     ClassifiedEvent,
     Event,
     GuardEvent,
+    ReasoningDeltaEvent,
     RunFinishedEvent,
     StrategySelectedEvent,
     TextDeltaEvent,
@@ -197,12 +198,15 @@ def _print_json(event: Event) -> None:
 
 
 class _Live:
-    """Renders events on a terminal as they come."""
+    """Renders events on a terminal as they come; the model's reasoning dimmed, in italics,
+    under a `thinking` mark, apart from the answer."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.at_line_start = True
         self.started: dict[str, float] = {}
+        self.thinking = False
+        """Within a run of reasoning deltas."""
 
     def line(self, text: str) -> None:
         if not self.at_line_start:
@@ -210,8 +214,22 @@ class _Live:
         self.console.print(text, highlight=False)
         self.at_line_start = True
 
+    def think(self, text: str) -> None:
+        if not self.thinking:
+            self.line("[dim]thinking ›[/]")
+            self.thinking = True
+        self.console.print(text, end="", style="dim italic", highlight=False, markup=False)
+        self.at_line_start = text.endswith("\n")
+
     def __call__(self, event: Event) -> None:
         c = self.console
+        if isinstance(event, ReasoningDeltaEvent):
+            self.think(event.text)
+            return
+        if self.thinking:
+            # The answer (or whatever comes next) starts on a line of its own.
+            self.line("")
+            self.thinking = False
         if isinstance(event, ClassifiedEvent):
             why = f" ({event.reason})" if event.reason else ""
             self.line(f"[dim]classified: {event.query_type} [{event.method}]{why}[/]")

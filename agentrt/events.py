@@ -183,12 +183,14 @@ class TextDeltaEvent(EventBase):
 
 
 class ReasoningDeltaEvent(EventBase):
-    """The model's reasoning as it streams (``<think>`` blocks, gpt-oss's analysis channel), its
-    tags removed. Kept in the trajectory, never part of the answer or of a `text_delta`, and a
-    tool call written in it is never run."""
+    """The model's reasoning as it streams (``<think>`` blocks, gpt-oss's analysis channel, or
+    sent apart by the server), its tags removed, from every model call of the run. Kept in
+    the trajectory, never part of the answer, of a `text_delta` or of what a step parses (a
+    plan, a typed output, a classification), and a tool call written in it is never run."""
 
     type: Literal["reasoning_delta"] = "reasoning_delta"
-    step: int
+    step: int | None
+    """The turn it belongs to; None for calls outside turns (classification)."""
     text: str
 
 
@@ -214,6 +216,11 @@ class ModelResponseEvent(EventBase):
     purpose: str
     """What the call was for: `turn`, `classify`, …"""
     text: str
+    """The text as the model wrote it, its reasoning tags included; when its prompt ended
+    inside an open ``<think>`` (`Model.starts_in_reasoning`), that ``<think>`` leads it, so
+    that a replay splits it the same without knowing the prompt."""
+    reasoning: str = ""
+    """Reasoning the server sent apart from the text (`ReasoningChunk`)."""
     tool_calls: list[NativeToolCall] = Field(default_factory=list)
     usage: Usage = Usage()
     duration: float

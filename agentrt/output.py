@@ -164,8 +164,8 @@ async def _stream_output(
     request = ModelRequest(messages=messages, json_schema=spec.schema, purpose="output")
     started = ctx.elapsed()
     text, usage, shown = "", Usage(), None
-    async with aclosing(ctx.stream(request, step=step)) as chunks:
-        async for chunk in chunks:
+    async with aclosing(ctx.stream(request, step=step)) as call:
+        async for chunk in call:
             if isinstance(chunk, UsageChunk):
                 usage = chunk.usage
             elif isinstance(chunk, TextChunk):
@@ -174,12 +174,5 @@ async def _stream_output(
                 if partial is not None and partial != shown:
                     shown = partial
                     ctx.emit(OutputDeltaEvent, step=step, output=partial[0], valid=partial[1])
-    ctx.record_model_response(
-        step=step,
-        purpose="output",
-        text=text,
-        tool_calls=[],
-        usage=usage,
-        duration=ctx.elapsed() - started,
-    )
+    ctx.record_model_response(call, tool_calls=[], usage=usage, duration=ctx.elapsed() - started)
     return text

@@ -1,13 +1,14 @@
 """Internal. The state of one run that every part of it shares: the event sink, the run's
 accounts, and the model calls, metered as they stream.
 
-Every model call of a run goes through `RunContext.stream` (or `complete`), which counts the
-answer's tokens as they arrive and cuts it the moment the run's token budget or the per-call
-cap is passed: a model that never stops writing cannot outlast either. What it counts: each
-streamed delta (text, or a piece of a native tool call) is `max(1, characters // 4)` tokens —
-one per delta from servers that stream a token at a time, about four characters a token from
-those that batch. Servers (and the embedded model) report usage only at the end, so the
-estimate is what binds mid-stream; a finished call's reported usage replaces it.
+Every model call of a run goes through `RunContext.stream` (or `complete`): a `ModelStream`,
+which takes the reasoning out of the answer (see there), counts the answer's tokens as they
+arrive and cuts it the moment the run's token budget or the per-call cap is passed: a model
+that never stops writing cannot outlast either. What it counts: each streamed delta (text,
+reasoning, or a piece of a native tool call) is `max(1, characters // 4)` tokens — one per
+delta from servers that stream a token at a time, about four characters a token from those
+that batch. Servers (and the embedded model) report usage only at the end, so the estimate is
+what binds mid-stream; a finished call's reported usage replaces it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from agentrt.events import (
     ModelErrorEvent,
     ModelResponseEvent,
     NativeToolCall,
+    ReasoningDeltaEvent,
     Usage,
 )
 from agentrt.exceptions import TokenLimitReached
@@ -35,14 +37,23 @@ from agentrt.models.base import (
     Model,
     ModelChunk,
     ModelRequest,
+    ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     UsageChunk,
 )
+from agentrt.parsing.reasoning import ReasoningPiece, ReasoningSplitter, SplitPiece
 from agentrt.trajectory.format import TrajectoryHeader
 from agentrt.trajectory.writer import TrajectoryWriter
 
-__all__ = ["RunContext", "TokenLimitReached", "TokenLimits", "fold_tool_calls"]
+__all__ = [
+    "ContentChunk",
+    "ModelStream",
+    "RunContext",
+    "TokenLimitReached",
+    "TokenLimits",
+    "fold_tool_calls",
+]
 
 E = TypeVar("E", bound=EventBase)
 
@@ -76,7 +87,7 @@ def fold_tool_calls(chunks: list[ToolCallChunk]) -> list[NativeToolCall]:
 
 def _estimate(chunk: ModelChunk) -> int:
     """Tokens of one streamed delta (see the module docstring); usage reports count none."""
-    if isinstance(chunk, TextChunk):
+    if isinstance(chunk, TextChunk | ReasoningChunk):
         return max(1, len(chunk.text) // 4)
     if isinstance(chunk, ToolCallChunk):
         return max(1, (len(chunk.name or "") + len(chunk.arguments or "")) // 4)
@@ -153,89 +164,163 @@ class RunContext:
 
     def record_model_response(
         self,
+        call: ModelStream,
         *,
-        step: int | None,
-        purpose: str,
-        text: str,
         tool_calls: list[NativeToolCall],
         usage: Usage,
         duration: float,
     ) -> None:
+        """Record a finished model call: what its model sent (`call.text`, `call.reasoning`),
+        which is what a replay's model sends again."""
         self.usage += usage
         self.model_time += duration
         self.emit(
             ModelResponseEvent,
-            step=step,
-            purpose=purpose,
-            text=text,
+            step=call.step,
+            purpose=call.request.purpose,
+            text=call.text,
+            reasoning=call.reasoning,
             tool_calls=tool_calls,
             usage=usage,
             duration=round(duration, 6),
         )
 
-    async def stream(
-        self, request: ModelRequest, *, step: int | None
-    ) -> AsyncGenerator[ModelChunk, None]:
-        """The model's answer to `request`, metered: cut (`TokenLimitReached`) the moment it
-        passes the run's token budget or the per-call cap. What was passed on before the cut
-        is recorded as the call's `model_response`, followed by a `model_error` saying why."""
+    def stream(self, request: ModelRequest, *, step: int | None) -> ModelStream:
+        """The model's answer to `request`, its content only and metered (see `ModelStream`)."""
+        return ModelStream(self, request, step)
+
+    async def complete(self, request: ModelRequest, *, step: int | None = None) -> str:
+        """One model call whose whole content is wanted at once (classification, JSON steps)."""
         started = time.perf_counter()
-        spent, budget, cap = 0, self.limits.budget, self.limits.per_call
-        text: list[str] = []
+        parts: list[str] = []
+        usage = Usage()
+        async with aclosing(self.stream(request, step=step)) as call:
+            async for chunk in call:
+                if isinstance(chunk, TextChunk):
+                    parts.append(chunk.text)
+                elif isinstance(chunk, UsageChunk):
+                    usage = chunk.usage
+        self.record_model_response(
+            call, tool_calls=[], usage=usage, duration=time.perf_counter() - started
+        )
+        return "".join(parts)
+
+
+ContentChunk = TextChunk | ToolCallChunk | UsageChunk
+"""What a caller reads of a model's answer: its reasoning has been taken out."""
+
+
+class ModelStream:
+    """One model call of a run: the answer's content, as an async iterator of chunks.
+
+    Metered: cut (`TokenLimitReached`) the moment the answer passes the run's token budget or
+    the per-call cap. What was passed on before the cut is recorded as the call's
+    `model_response`, followed by a `model_error` saying why.
+
+    The reasoning is taken out here, for every caller alike (a `react` turn, a plan, a typed
+    output, a classification): ``<think>`` blocks and gpt-oss's analysis channel (by a
+    `ReasoningSplitter`, begun inside a block when the model `starts_in_reasoning`) and what
+    the server sends apart (`ReasoningChunk`) are emitted as `reasoning_delta` events with the
+    call's step, and the caller reads the rest. So a call drafted while thinking is never run,
+    and a plan or a JSON answer after ``</think>`` parses.
+    """
+
+    def __init__(self, ctx: RunContext, request: ModelRequest, step: int | None) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.step = step
+        self.raw: list[str] = []
+        """The text chunks as the model sent them."""
+        self._reasoning: list[str] = []
+        self._opened = ""
+        """``<think>`` when the stream began inside the block its prompt opened."""
+        self._splitter: ReasoningSplitter | None = None
+        self._chunks = self._run()
+
+    @property
+    def text(self) -> str:
+        """The text the model wrote, as the call's record keeps it (`ModelResponseEvent.text`)."""
+        return self._opened + "".join(self.raw)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning the server sent apart from the text."""
+        return "".join(self._reasoning)
+
+    def __aiter__(self) -> ModelStream:
+        return self
+
+    async def __anext__(self) -> ContentChunk:
+        return await self._chunks.__anext__()
+
+    async def aclose(self) -> None:
+        await self._chunks.aclose()
+
+    async def _run(self) -> AsyncGenerator[ContentChunk, None]:
+        started = time.perf_counter()
+        ctx = self.ctx
+        spent, budget, cap = 0, ctx.limits.budget, ctx.limits.per_call
         calls: list[ToolCallChunk] = []
-        chunks = self.model.stream(request)
+        chunks = ctx.model.stream(self.request)
         try:
             async for chunk in chunks:
                 spent += _estimate(chunk)
                 if cap is not None and spent > cap:
                     why = f"the answer passed the cap of {cap} tokens per model call"
-                elif budget is not None and self.usage.total_tokens + spent > budget:
+                elif budget is not None and ctx.usage.total_tokens + spent > budget:
                     why = f"the run passed its token budget of {budget}"
                 else:
-                    if isinstance(chunk, TextChunk):
-                        text.append(chunk.text)
-                    elif isinstance(chunk, ToolCallChunk):
+                    if isinstance(chunk, ToolCallChunk):
                         calls.append(chunk)
-                    yield chunk
+                    for out in self._take(chunk):
+                        yield out
                     continue
                 # The chunk that passed the limit is counted (it was paid for), not passed on.
-                self.record_model_response(
-                    step=step,
-                    purpose=request.purpose,
-                    text="".join(text),
+                ctx.record_model_response(
+                    self,
                     tool_calls=fold_tool_calls(calls),
                     usage=Usage(completion_tokens=spent),
                     duration=time.perf_counter() - started,
                 )
                 msg = f"{why} (about {spent} tokens written in this call); the answer is cut here"
-                self.emit(
-                    ModelErrorEvent, step=step, error=f"TokenLimitReached: {msg}", retrying=False
+                ctx.emit(
+                    ModelErrorEvent,
+                    step=self.step,
+                    error=f"TokenLimitReached: {msg}",
+                    retrying=False,
                 )
                 raise TokenLimitReached(msg)
+            if self._splitter is not None:
+                for out in self._content(self._splitter.close()):
+                    yield out
         finally:
             # Backends' streams are async generators; the protocol only promises an iterator.
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
 
-    async def complete(self, request: ModelRequest, *, step: int | None = None) -> str:
-        """One model call whose whole text is wanted at once (classification, JSON steps)."""
-        started = time.perf_counter()
-        parts: list[str] = []
-        usage = Usage()
-        async with aclosing(self.stream(request, step=step)) as chunks:
-            async for chunk in chunks:
-                if isinstance(chunk, TextChunk):
-                    parts.append(chunk.text)
-                elif isinstance(chunk, UsageChunk):
-                    usage = chunk.usage
-        text = "".join(parts)
-        self.record_model_response(
-            step=step,
-            purpose=request.purpose,
-            text=text,
-            tool_calls=[],
-            usage=usage,
-            duration=time.perf_counter() - started,
-        )
-        return text
+    def _take(self, chunk: ModelChunk) -> list[ContentChunk]:
+        """What of one chunk the caller reads; its reasoning goes out as events."""
+        if isinstance(chunk, ReasoningChunk):
+            self._reasoning.append(chunk.text)
+            self.ctx.emit(ReasoningDeltaEvent, step=self.step, text=chunk.text)
+            return []
+        if not isinstance(chunk, TextChunk):
+            return [chunk]
+        if self._splitter is None:
+            # Decided at the first text: a backend may learn it while loading. A server that
+            # sent reasoning apart first has split the text itself.
+            inside = not self._reasoning and getattr(self.ctx.model, "starts_in_reasoning", False)
+            self._opened = "<think>" if inside else ""
+            self._splitter = ReasoningSplitter(starts_in_reasoning=inside)
+        self.raw.append(chunk.text)
+        return self._content(self._splitter.feed(chunk.text))
+
+    def _content(self, pieces: list[SplitPiece]) -> list[ContentChunk]:
+        out: list[ContentChunk] = []
+        for piece in pieces:
+            if isinstance(piece, ReasoningPiece):
+                self.ctx.emit(ReasoningDeltaEvent, step=self.step, text=piece.text)
+            else:
+                out.append(TextChunk(text=piece.text))
+        return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,31 @@ def test_bad_input(tmp_path: Path) -> None:
     shown = agentrt("show", str(broken), cwd=tmp_path)
     assert shown.returncode == 2
     assert "broken.jsonl:1: not a trajectory header" in shown.stderr
+
+
+def test_the_live_view_shows_reasoning_apart() -> None:
+    """Reasoning is dimmed and marked `thinking`, on lines of its own before the answer."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from agentrt.cli import _Live
+
+    out = StringIO()
+    live = _Live(Console(file=out, force_terminal=True, color_system="standard", width=100))
+    for kind, text in [
+        ("reasoning_delta", "Two and "),
+        ("reasoning_delta", "two."),
+        ("text_delta", "4"),
+    ]:
+        live(
+            event_adapter.validate_python(
+                {"type": kind, "run_id": "r", "seq": 0, "t": 0.0, "step": 1, "text": text}
+            )
+        )
+    shown = out.getvalue()
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert plain == "thinking ›\nTwo and two.\n\n4"
+    # Dim (2) and italic (3) for the reasoning, plain for the answer.
+    assert "\x1b[2;3mTwo and \x1b[0m" in shown
+    assert shown.endswith("\n4")

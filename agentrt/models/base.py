@@ -16,6 +16,7 @@ __all__ = [
     "Model",
     "ModelChunk",
     "ModelRequest",
+    "ReasoningChunk",
     "TextChunk",
     "ToolCallChunk",
     "ToolDefinition",
@@ -86,6 +87,15 @@ class TextChunk(BaseModel):
     text: str
 
 
+class ReasoningChunk(BaseModel):
+    """Reasoning a server sends apart from the answer's text (`delta.reasoning_content`, or
+    `delta.reasoning`, from vLLM, SGLang, llama.cpp, DeepSeek): streamed as `reasoning_delta`
+    events, never part of the answer."""
+
+    kind: Literal["reasoning"] = "reasoning"
+    text: str
+
+
 class ToolCallChunk(BaseModel):
     """A piece of a native tool call; pieces of one call share `index`."""
 
@@ -101,7 +111,7 @@ class UsageChunk(BaseModel):
     usage: Usage
 
 
-ModelChunk = TextChunk | ToolCallChunk | UsageChunk
+ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk
 
 
 @runtime_checkable
@@ -116,6 +126,13 @@ class Model(Protocol):
     no extra, schema-bound final step. Leave it False where calls are written as text or a
     server's tool-call parsing is unreliable (the embedded model, llama.cpp, vLLM): the
     schema-bound step is valid by construction.
+
+    A backend may also say `starts_in_reasoning = True` (read with `getattr`, default False,
+    once its answer's first text arrives, so a backend may learn it while loading): its
+    prompt ends inside an open ``<think>`` block (DeepSeek-R1's chat template, Qwen3's with
+    thinking on), so the answer begins with reasoning and only the closing ``</think>``
+    arrives. A server that sends the reasoning apart (`ReasoningChunk`) has split it already:
+    once one of those came first, the text is read as content regardless.
 
     A backend may also have `async def detect_tool_format() -> ToolFormat` (read with
     `getattr`): the tool-call format its model's family writes, when the backend knows better

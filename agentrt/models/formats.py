@@ -1,4 +1,5 @@
-"""Internal. The tool-call format a model writes, chosen by its family.
+"""Internal. The tool-call format a model writes, chosen by its family; and whether its chat
+template opens a ``<think>`` block in the prompt.
 
 `AgentSettings.tool_format` names one, or is `auto`: then the model's family decides. A local
 GGUF model is known by its chat template (what it was trained to write is what the template
@@ -12,6 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, get_args
 
+from jinja2 import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
 from agentrt.settings import ToolFormat
 
 __all__ = [
@@ -22,6 +26,7 @@ __all__ = [
     "format_for_metadata",
     "format_for_name",
     "format_in_template",
+    "template_starts_in_reasoning",
 ]
 
 TOOL_FORMATS: tuple[ToolFormat, ...] = get_args(ToolFormat)
@@ -87,6 +92,35 @@ def format_for_metadata(metadata: Mapping[str, Any]) -> ToolFormat:
         if isinstance(value, str) and (family := _family(value)) is not None:
             return family
     return "hermes"
+
+
+_ASKED = "\x00agentrt-question\x00"
+"""A user message no template writes itself: what the template renders after it is the
+generation prompt."""
+
+
+def template_starts_in_reasoning(template: str) -> bool:
+    """Whether a chat template's generation prompt ends inside an open ``<think>`` block
+    (DeepSeek-R1's does, Qwen3's with thinking on), so the model's answer begins with its
+    reasoning and only ``</think>`` arrives. The template is rendered as llama.cpp renders a
+    GGUF's (a sandboxed jinja2, blocks trimmed); one that fails to render opens nothing."""
+
+    def raise_exception(message: str) -> None:
+        raise TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    try:
+        prompt = env.from_string(template).render(
+            messages=[{"role": "user", "content": _ASKED}],
+            add_generation_prompt=True,
+            bos_token="",
+            eos_token="",
+        )
+    except Exception:  # a template is third-party code: any failure means it says nothing
+        return False
+    _, asked, generation = prompt.rpartition(_ASKED)
+    return bool(asked) and generation.rfind("<think>") > generation.rfind("</think>")
 
 
 def _family(name: str) -> ToolFormat | None:

@@ -41,7 +41,12 @@ from agentrt.models.base import (
     for_llama_grammar,
     text_mode_messages,
 )
-from agentrt.models.formats import ToolFormat, format_for_metadata, format_for_name
+from agentrt.models.formats import (
+    ToolFormat,
+    format_for_metadata,
+    format_for_name,
+    template_starts_in_reasoning,
+)
 from agentrt.models.grammar import tool_turn_grammar
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
@@ -69,6 +74,9 @@ class LocalModel:
 
     native_tools = True
     """Tools go to the chat template, not into agentrt's prompt (see the module docstring)."""
+    starts_in_reasoning = False
+    """Whether the GGUF's chat template ends the prompt inside an open ``<think>`` (see
+    `Model`): read from the template when the model loads, before its first answer."""
 
     def __init__(
         self,
@@ -112,6 +120,9 @@ class LocalModel:
         async with self._loading:
             if self._llama is None:
                 self._llama = await anyio.to_thread.run_sync(self._load_blocking)
+                template = self._llama.metadata.get("tokenizer.chat_template")
+                if isinstance(template, str):
+                    self.starts_in_reasoning = template_starts_in_reasoning(template)
 
     def _load_blocking(self) -> Any:
         path = self._path

@@ -58,6 +58,7 @@ from agentrt.models.base import (
     Message,
     ModelChunk,
     ModelRequest,
+    ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     UsageChunk,
@@ -127,12 +128,23 @@ class OpenAIModel:
     :param settings: the server and how to call it; None reads them from the environment
     :param client: an HTTP client to use instead of the model's own; it is not closed by
         `aclose()`. Timeouts and the API key are still sent with every request.
+    :param starts_in_reasoning: the server's chat template ends the prompt inside an open
+        ``<think>`` (DeepSeek-R1's, Qwen3's with thinking on) and the server does not split the
+        reasoning off itself, so only ``</think>`` arrives (see `Model`)
+
+    Reasoning the server sends apart from the text (`delta.reasoning_content`, or
+    `delta.reasoning`) streams as `ReasoningChunk`s.
     """
 
     def __init__(
-        self, settings: OpenAISettings | None = None, *, client: httpx.AsyncClient | None = None
+        self,
+        settings: OpenAISettings | None = None,
+        *,
+        client: httpx.AsyncClient | None = None,
+        starts_in_reasoning: bool = False,
     ) -> None:
         self.settings = settings or OpenAISettings()
+        self.starts_in_reasoning = starts_in_reasoning
         s = self.settings
         self._url = s.base_url.rstrip("/") + "/chat/completions"
         self._timeout = httpx.Timeout(
@@ -301,7 +313,7 @@ class OpenAIModel:
                             continue
                         # Servers send about one token per delta: count them for servers
                         # that report no usage.
-                        if isinstance(chunk, TextChunk) or chunk.arguments:
+                        if isinstance(chunk, TextChunk | ReasoningChunk) or chunk.arguments:
                             tokens += 1
                         started = True
                         yield chunk
@@ -365,6 +377,11 @@ class OpenAIModel:
         out: list[ModelChunk] = []
         delta = payload.choices[0].delta if payload.choices else None
         if delta is not None:
+            # vLLM, SGLang and DeepSeek name it `reasoning_content`, newer vLLM and llama.cpp
+            # (some versions) `reasoning`; a server sends one or the other.
+            reasoning = delta.reasoning_content or delta.reasoning
+            if reasoning:
+                out.append(ReasoningChunk(text=reasoning))
             if delta.content:
                 out.append(TextChunk(text=delta.content))
             for position, call in enumerate(delta.tool_calls or ()):
@@ -404,8 +421,8 @@ class OpenAIModel:
         )
 
 
-# What is read of a `chat.completion.chunk`; anything else in it (`role`, `reasoning_content`,
-# `logprobs`, …) is ignored. Servers send null for absent fields as often as they leave them out.
+# What is read of a `chat.completion.chunk`; anything else in it (`role`, `logprobs`, …) is
+# ignored. Servers send null for absent fields as often as they leave them out.
 
 
 class _FunctionDelta(BaseModel):
@@ -421,6 +438,8 @@ class _ToolCallDelta(BaseModel):
 
 class _Delta(BaseModel):
     content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
 

@@ -13,6 +13,7 @@ from agentrt.exceptions import ModelError, ScriptExhausted
 from agentrt.models.base import (
     ModelChunk,
     ModelRequest,
+    ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     UsageChunk,
@@ -29,6 +30,9 @@ class ScriptedTurn(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     text: str = ""
+    reasoning: str = ""
+    """Reasoning sent apart from the text (`ReasoningChunk`s, before the text), as servers
+    with a reasoning parser send it."""
     tool_calls: list[NativeToolCall] = Field(default_factory=list)
     usage: Usage | None = None
     """Reported usage; when None, tokens are counted as whitespace-separated words."""
@@ -90,6 +94,11 @@ class ScriptedModel:
         if isinstance(turn, str):
             turn = ScriptedTurn(text=turn)
 
+        thoughts = _TOKEN.findall(turn.reasoning)
+        for token in thoughts:
+            if self.token_delay:
+                await anyio.sleep(self.token_delay)
+            yield ReasoningChunk(text=token)
         tokens = _TOKEN.findall(turn.text)
         for token in tokens:
             if self.token_delay:
@@ -104,5 +113,8 @@ class ScriptedModel:
         prompt = sum(len(m.content.split()) for m in request.messages)
         yield UsageChunk(
             usage=turn.usage
-            or Usage(prompt_tokens=prompt, completion_tokens=len(tokens) + len(turn.tool_calls))
+            or Usage(
+                prompt_tokens=prompt,
+                completion_tokens=len(thoughts) + len(tokens) + len(turn.tool_calls),
+            )
         )

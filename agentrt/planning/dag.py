@@ -286,8 +286,9 @@ class _Dag:
         failure: Exception | None = None
         async with asyncio.TaskGroup() as tg:
             tasks: list[asyncio.Task[None]] = []
+            stream = ctx.stream(request, step=attempt)
             try:
-                async for chunk in ctx.stream(request, step=attempt):
+                async for chunk in stream:
                     if isinstance(chunk, TextChunk):
                         for raw in parser.feed(chunk.text):
                             run = self._admit(attempt, plan, raw)
@@ -300,9 +301,7 @@ class _Dag:
             else:
                 plan.raw = parser.text
                 ctx.record_model_response(
-                    step=attempt,
-                    purpose="plan",
-                    text=plan.raw,
+                    stream,
                     tool_calls=[],
                     usage=usage,
                     duration=time.perf_counter() - started,

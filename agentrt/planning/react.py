@@ -12,9 +12,10 @@ stream breaks off mid-answer is asked again (`turn_retries` times); its calls th
 running are cancelled, and its half-written call is never run.
 
 The model's reasoning (``<think>`` blocks, gpt-oss's analysis channel) is split off before the
-tool-call parser sees the text: it streams as `reasoning_delta` events, a call drafted in it is
-never run, and it is left out of the answer and of the assistant message the next turn reads
-(as reasoning models' own chat templates leave it out); the `model_response` record keeps it.
+tool-call parser sees the text, by the run's model stream (`agentrt.run.ModelStream`): it
+streams as `reasoning_delta` events, a call drafted in it is never run, and it is left out of
+the answer and of the assistant message the next turn reads (as reasoning models' own chat
+templates leave it out); the `model_response` record keeps it.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import AsyncIterator
 
 from agentrt.events import (
     AskEvent,
     GuardEvent,
     NativeToolCall,
-    ReasoningDeltaEvent,
     TextDeltaEvent,
     Usage,
 )
@@ -36,7 +35,6 @@ from agentrt.execution import Batch, ToolOutcome, canonical_arguments
 from agentrt.models.base import (
     TOOL_RESULTS_NUDGE,
     Message,
-    ModelChunk,
     ModelRequest,
     TextChunk,
     ToolCallChunk,
@@ -46,16 +44,13 @@ from agentrt.parsing import (
     InvalidPiece,
     NativeToolCallAssembler,
     ParsedPiece,
-    ReasoningPiece,
-    ReasoningSplitter,
-    SplitPiece,
     TagSpec,
     TextPiece,
     ToolCallParser,
 )
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Kernel
-from agentrt.run import fold_tool_calls
+from agentrt.run import ContentChunk, fold_tool_calls
 
 __all__ = ["run_react"]
 
@@ -84,8 +79,7 @@ class _ReAct:
         self.ctx = task.ctx
         self.kernel = Kernel(task)
         self.results_nudge = results_nudge or TOOL_RESULTS_NUDGE
-        # One splitter, parser and assembler serve every turn: each starts afresh after `close()`.
-        self.splitter = ReasoningSplitter()
+        # One parser and assembler serve every turn: each starts afresh after `close()`.
         self.assembler = NativeToolCallAssembler()
         self.messages = self.kernel.opening("")
         self.start = len(self.messages) - 1
@@ -188,10 +182,9 @@ class _ReAct:
                         break
                 if looping:
                     # Cut off mid-answer, the model sends no usage: count what it wrote.
-                    turn.usage = Usage(completion_tokens=len(turn.raw) + len(turn.native))
+                    turn.usage = Usage(completion_tokens=len(stream.raw) + len(turn.native))
                     self._discard()
                 else:
-                    turn.split(self.splitter.close())
                     turn.dispatch(self.parser.close())
                     turn.dispatch(self.assembler.close())
             except Exception as exc:
@@ -204,22 +197,19 @@ class _ReAct:
             else:
                 turn.calls = fold_tool_calls(turn.native)
                 ctx.record_model_response(
-                    step=step,
-                    purpose="turn",
-                    text="".join(turn.raw),
+                    stream,
                     tool_calls=turn.calls,
                     usage=turn.usage,
                     duration=time.perf_counter() - started,
                 )
             finally:
-                await _close(stream)
+                await stream.aclose()
         if failure is not None:
             raise failure
         return turn
 
     def _discard(self) -> None:
-        """Drop what the splitter, parser and assembler hold of a turn that ends early."""
-        self.splitter.close()
+        """Drop what the parser and assembler hold of a turn that ends early."""
         self.parser.close()
         self.assembler.close()
 
@@ -231,9 +221,8 @@ class _Turn:
         self.run = run
         self.step = step
         self.batch = batch
-        self.raw: list[str] = []
         self.content: list[str] = []
-        """The text without its reasoning: for the conversation."""
+        """The text (its reasoning taken out by the stream): for the conversation."""
         self.visible: list[str] = []
         self.native: list[ToolCallChunk] = []
         self.calls: list[NativeToolCall] = []
@@ -245,12 +234,12 @@ class _Turn:
     def outcomes(self) -> list[ToolOutcome]:
         return [o for o in self.batch.outcomes if o is not None]
 
-    def read(self, chunk: ModelChunk) -> bool:
+    def read(self, chunk: ContentChunk) -> bool:
         """Take one chunk of the model's stream; True when the model is looping and must stop."""
         run = self.run
         if isinstance(chunk, TextChunk):
-            self.raw.append(chunk.text)
-            return self.split(run.splitter.feed(chunk.text))
+            self.content.append(chunk.text)
+            return self.dispatch(run.parser.feed(chunk.text))
         if isinstance(chunk, ToolCallChunk):
             if not chunk.id:
                 # Some servers send no call ids; the assistant message and the result must
@@ -261,18 +250,6 @@ class _Turn:
                 run.assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments)
             )
         self.usage = chunk.usage
-        return False
-
-    def split(self, pieces: list[SplitPiece]) -> bool:
-        """Stream the reasoning among `pieces`, and parse the rest for calls; True when the
-        model is looping (see `dispatch`)."""
-        for piece in pieces:
-            if isinstance(piece, ReasoningPiece):
-                self.run.ctx.emit(ReasoningDeltaEvent, step=self.step, text=piece.text)
-                continue
-            self.content.append(piece.text)
-            if self.dispatch(self.run.parser.feed(piece.text)):
-                return True
         return False
 
     def dispatch(self, pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:
@@ -304,10 +281,3 @@ class _Turn:
                 self._written.add(identity)
             self.batch.add(self.run.task.executor.admit(piece, step=self.step, call_id=call_id))
         return False
-
-
-async def _close(stream: AsyncIterator[ModelChunk]) -> None:
-    """Close a model's stream that was left early (async generators have `aclose`)."""
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()

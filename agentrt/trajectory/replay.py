@@ -23,11 +23,12 @@ replayed), which is the machine, not the behaviour; a score that moves by more, 
 order of results, is still a difference. The model's stream and each tool call run
 concurrently, so how their events interleave depends on timing, not on the code: each call's
 `tool_started` / `guard` / `tool_finished` are placed right after its `tool_call`, and
-consecutive `text_delta` events of a step are joined (how a stream was cut into chunks is the
-transport's business, not the agent's). Paths into a run's own output folder contain its run
-id; both runs' are written `<run>`, so where the files went is no difference either. Paths
-into the workspace are written `<workspace>`, so a replay in another checkout of it (or
-against `workspace=` a copy) compares what the run did, not where the folder is.
+consecutive `text_delta` events of a step are joined, and so are `reasoning_delta` ones (how a
+stream was cut into chunks is the transport's business, not the agent's). Paths into a run's
+own output folder contain its run id; both runs' are written `<run>`, so where the files went
+is no difference either. Paths into the workspace are written `<workspace>`, so a replay in
+another checkout of it (or against `workspace=` a copy) compares what the run did, not where
+the folder is.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from agentrt.events import (
     Event,
     GuardEvent,
     ModelResponseEvent,
+    ReasoningDeltaEvent,
     RunFinishedEvent,
     TextDeltaEvent,
     ToolCallEvent,
@@ -162,7 +164,9 @@ def recorded_model(trajectory: Trajectory) -> ScriptedModel:
     answers: dict[str, deque[ScriptedTurn]] = {}
     for e in trajectory.events:
         if isinstance(e, ModelResponseEvent):
-            turn = ScriptedTurn(text=e.text, tool_calls=e.tool_calls, usage=e.usage)
+            turn = ScriptedTurn(
+                text=e.text, reasoning=e.reasoning, tool_calls=e.tool_calls, usage=e.usage
+            )
             answers.setdefault(e.purpose, deque()).append(turn)
     recorded = Counter({purpose: len(turns) for purpose, turns in answers.items()})
 
@@ -486,9 +490,9 @@ def _normalise(
             )
             e = e.model_copy(update={"usage": usage})
         if (
-            isinstance(e, TextDeltaEvent)
+            isinstance(e, TextDeltaEvent | ReasoningDeltaEvent)
             and out
-            and out[-1][1]["type"] == "text_delta"
+            and out[-1][1]["type"] == e.type
             and out[-1][1]["step"] == e.step
         ):
             out[-1][1]["text"] += e.text

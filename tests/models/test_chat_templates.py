@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentrt.models.formats import format_for_metadata
+from agentrt.models.formats import format_for_metadata, template_starts_in_reasoning
 from agentrt.parsing import CallPiece, ToolCallParser
 
 # The tags each format's calls are written between in a rendered conversation (the formats
@@ -72,3 +72,9 @@ def test_the_small_models_template_and_the_parser_agree(small_model_path: Path) 
     assert [(c.name, c.arguments) for c in calls] == [
         ("get_weather", {"city": "Lyon", "days": 2})
     ], json.dumps(written)
+
+
+def test_the_small_models_template_opens_no_think(small_model_path: Path) -> None:
+    """Qwen2.5 does not reason: its generation prompt leaves no ``<think>`` open."""
+    template = _metadata(small_model_path)["tokenizer.chat_template"]
+    assert not template_starts_in_reasoning(template)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
@@ -14,7 +15,9 @@ from agentrt.models.formats import (
     format_for_metadata,
     format_for_name,
     format_in_template,
+    template_starts_in_reasoning,
 )
+from agentrt.models.local import SMALL_PACK, LocalModel
 from agentrt.tool import tool
 
 
@@ -143,3 +146,49 @@ def test_every_format_has_a_prompt_partial(name: ToolFormat) -> None:
     )
     assert "TOOL_NAME" in prompt
     assert "Their results come back in the next message." in prompt
+
+
+# Chat templates in the styles of the thinking families, written for these tests: each shows
+# only how its generation prompt ends.
+R1_STYLE = (
+    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}<｜User｜>{{ m['content'] }}"
+    "{% else %}<｜Assistant｜>{{ m['content'] }}<｜end▁of▁sentence｜>{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<｜Assistant｜><think>\n{% endif %}"
+)
+QWEN3_STYLE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}"
+)
+QWEN3_THINKING_STYLE = QWEN3_STYLE.replace("assistant\n", "assistant\n<think>\n")
+
+
+class TestTemplatesThatOpenThink:
+    def test_a_generation_prompt_ending_in_think_opens_it(self) -> None:
+        assert template_starts_in_reasoning(R1_STYLE)
+        assert template_starts_in_reasoning(QWEN3_THINKING_STYLE)
+
+    def test_a_closed_or_absent_block_opens_nothing(self) -> None:
+        """Qwen3 leaves the choice to the model (an empty block when thinking is off); a
+        template that shows `<think>` in its history only is no opening either."""
+        assert not template_starts_in_reasoning(QWEN3_STYLE)
+        closed = QWEN3_STYLE.replace("assistant\n", "assistant\n<think>\n\n</think>\n")
+        assert not template_starts_in_reasoning(closed)
+        history = "{% for m in messages %}<think>{{ m.content }}{% endfor %}<|assistant|>"
+        assert not template_starts_in_reasoning(history)
+
+    def test_a_template_that_fails_opens_nothing(self) -> None:
+        assert not template_starts_in_reasoning("{{ raise_exception('no system role') }}")
+        assert not template_starts_in_reasoning("{% if %}")
+
+    async def test_the_embedded_model_reads_it_when_it_loads(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Known once the weights are loaded (a stub here), which is before its first answer."""
+        loaded = SimpleNamespace(metadata={"tokenizer.chat_template": R1_STYLE})
+        model = LocalModel(SMALL_PACK)
+        monkeypatch.setattr(model, "_load_blocking", lambda: loaded)
+        assert model.starts_in_reasoning is False
+        await model.load()
+        assert model.starts_in_reasoning is True

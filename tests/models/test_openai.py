@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentrt import Agent, AgentSettings, Workspace
+from agentrt import Agent, AgentSettings, ReasoningDeltaEvent, Trajectory, Workspace
 from agentrt.events import Usage
 from agentrt.exceptions import RequestRejected, RetriesExhausted, StreamInterrupted
 from agentrt.models.base import (
@@ -25,17 +25,20 @@ from agentrt.models.base import (
     Message,
     ModelChunk,
     ModelRequest,
+    ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     ToolDefinition,
     UsageChunk,
 )
 from agentrt.models.openai import OpenAIModel, OpenAISettings, _retry_after
+from agentrt.trajectory.replay import replay
 from tests.helpers import agentrt_logs, call, check_stream, last
 from tests.models.openai_server import (
     DONE,
     Cut,
     FakeServer,
+    Piece,
     Reply,
     Stall,
     chunk,
@@ -652,3 +655,58 @@ async def test_a_typed_output_is_a_tool_call_only_on_openais_own_terms(
     text-mode servers get the schema-bound final step."""
     async with OpenAIModel(OpenAISettings(base_url="http://127.0.0.1:9", **settings)) as model:  # type: ignore[arg-type]
         assert model.final_result_tool is as_tool
+
+
+def reasoning_reply(field: str, thoughts: list[str], answer: list[str]) -> Reply:
+    """A server with a reasoning parser: the reasoning in `field` deltas, then the answer."""
+    pieces: list[Piece] = [chunk({"role": "assistant", "content": ""})]
+    pieces += [chunk({field: t, "content": None}) for t in thoughts]
+    pieces += [chunk({"content": a}) for a in answer]
+    return Reply(pieces=[*pieces, chunk({}, finish="stop"), DONE])
+
+
+class TestReasoning:
+    @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+    async def test_reasoning_deltas_are_reasoning_chunks(
+        self, server: FakeServer, make_model: MakeModel, field: str
+    ) -> None:
+        """vLLM, SGLang, DeepSeek (`reasoning_content`) and llama.cpp, newer vLLM
+        (`reasoning`): each delta is a ReasoningChunk, in order, apart from the text."""
+        server.add(reasoning_reply(field, ["Two", " and two."], ["4"]))
+        chunks = await collect(make_model())
+        kinds = [(c.kind, c.text) for c in chunks if isinstance(c, ReasoningChunk | TextChunk)]
+        assert kinds == [("reasoning", "Two"), ("reasoning", " and two."), ("text", "4")]
+
+    async def test_a_runs_reasoning_is_streamed_kept_and_replayed(
+        self, server: FakeServer, make_model: MakeModel, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """Through the agent: `reasoning_delta` events, not the answer; the recording keeps it,
+        and its replay sends it again."""
+        server.add(reasoning_reply("reasoning_content", ["Simple", " sum."], ["It is ", "4."]))
+        agent = Agent(
+            workspace=workspace, model=make_model(), settings=AgentSettings(trajectory_dir=tmp_path)
+        )
+        result = await agent.run("2 + 2?", strategy="exploratory")
+        assert result.answer == "It is 4."
+        events = result.trajectory.events
+        thought = "".join(e.text for e in events if isinstance(e, ReasoningDeltaEvent))
+        assert thought == "Simple sum."
+        assert result.path is not None
+        _, difference = await replay(Trajectory.read(result.path), workspace=workspace)
+        assert difference is None, difference.summary()
+
+    async def test_a_stream_that_starts_inside_think(
+        self, server: FakeServer, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """`starts_in_reasoning`: the template opened ``<think>``, only ``</think>`` arrives."""
+        server.add(text_reply("Simple", " sum.</th", "ink>", "4"))
+        settings = OpenAISettings(base_url=server.url, model="deepseek-r1")
+        async with OpenAIModel(settings, starts_in_reasoning=True) as model:
+            agent = Agent(
+                workspace=workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path)
+            )
+            result = await agent.run("2 + 2?", strategy="exploratory")
+        assert result.answer == "4"
+        events = result.trajectory.events
+        thought = "".join(e.text for e in events if isinstance(e, ReasoningDeltaEvent))
+        assert thought == "Simple sum."
