@@ -7,15 +7,16 @@ A call arrives in one of these shapes:
   Qwen3-Coder's XML body ``<function=NAME><parameter=K>V</parameter></function>`` whose values are
   typed by the tool's schema, or GLM-4.5's body ``NAME<arg_key>K</arg_key><arg_value>V</arg_value>``
   typed the same way (its bare ``NAME`` only for a registered tool); one left open at the end of
-  the stream is still a call when its body is whole;
+  the stream is still a call when its body is whole (JSON that parses, a closed ``</function>``;
+  never a GLM body, whose last pair may not have come);
 - DeepSeek's ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`` then a ```` ```json ```` fenced
   object and ``<｜tool▁call▁end｜>`` (V3, R1), or ``NAME<｜tool▁sep｜>{…}`` (V3.1); Kimi K2's
   ``<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>``; the
   tokens of the sections around them are dropped (a ``<|tool_call_end|>`` outside a call too,
-  as LFM2's);
+  as LFM2's); either left open at the end is a call when its arguments parse;
 - MiniMax M2's ``<invoke name="NAME"><parameter name="K">V</parameter></invoke>``, typed by the
-  schema, each a call at its ``</invoke>``; only inside a ``<minimax:tool_call>`` block (its tags
-  dropped), so prose mentioning ``<invoke `` stays text;
+  schema, each a call at its ``</invoke>`` (and never without it); only inside a
+  ``<minimax:tool_call>`` block (its tags dropped), so prose mentioning ``<invoke `` stays text;
 - a JSON object ``{"name": ..., "arguments": ...}`` (or Llama's ``"parameters"``), or an array of
   them, anywhere: first on its line, after prose, after ``<|python_tag|>`` or
   ``<|function_call|>`` (tokens that are never shown), several separated by ``;``;
@@ -1166,13 +1167,12 @@ def _glm_call(
 
 
 def _whole(kind: _TagKind, body: str, pieces: list[CallPiece | InvalidPiece]) -> bool:
-    """Whether a call left open at the end of the stream was written out all the same."""
+    """Whether a call left open at the end of the stream was written out all the same: a JSON
+    body that parses, or Qwen3-Coder's closed ``</function>``. A GLM body or an ``<invoke>`` has
+    nothing that shows its last argument came, so a turn cut off there is not run."""
     if kind == "hermes":
-        end = body.rstrip()
-        return _complete_json(body) or "</function>" in body or end.endswith("</arg_value>")
-    if kind == "invoke" and not body.rstrip().endswith("</parameter>"):
-        return False  # a half-written <invoke> may still lack parameters
-    return kind != "harmony" and all(isinstance(p, CallPiece) for p in pieces)
+        return _complete_json(body) or "</function>" in body
+    return kind in ("deepseek", "kimi_k2") and all(isinstance(p, CallPiece) for p in pieces)
 
 
 def _strip_newline(value: str) -> str:

@@ -239,13 +239,18 @@ def test_glm_malformed_pairs_name_the_form() -> None:
     assert "<arg_key>KEY</arg_key>" in piece.reason
 
 
-def test_glm_unclosed_at_end() -> None:
-    assert found("<tool_call>lookup\n<arg_key>query</arg_key><arg_value>x</arg_value>\n") == [
-        ("lookup", {"query": "x"}, "glm4")
-    ]
-    piece = invalid("<tool_call>lookup\n<arg_key>query</arg_key><arg_value>x")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tool_call>lookup\n<arg_key>query</arg_key><arg_value>x",
+        # Even after a whole pair: a cut-off turn may have had more to say.
+        "<tool_call>lookup\n<arg_key>query</arg_key><arg_value>x</arg_value>\n",
+    ],
+)
+def test_glm_unclosed_at_end_is_invalid(text: str) -> None:
+    piece = invalid(text)
     assert piece.name == "lookup"
-    assert "never closed" in piece.reason
+    assert "never closed: end the call with </tool_call>" in piece.reason
 
 
 @pytest.mark.parametrize(
@@ -391,14 +396,22 @@ def test_minimax_malformed() -> None:
     assert 'name="NAME"' in piece.reason
 
 
-def test_minimax_unclosed_at_end() -> None:
-    whole = '<minimax:tool_call>\n<invoke name="lookup">\n<parameter name="query">x</parameter>\n'
-    assert found(whole) == [("lookup", {"query": "x"}, "minimax")]
-    piece = invalid('<minimax:tool_call>\n<invoke name="lookup">\n<parameter name="query">x')
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<minimax:tool_call>\n<invoke name="lookup">\n<parameter name="query">x',
+        '<minimax:tool_call>\n<invoke name="lookup">\n<parameter name="query">x</parameter>\n',
+        '<minimax:tool_call><invoke name="lookup">',
+    ],
+)
+def test_minimax_unclosed_invoke_at_end_is_invalid(text: str) -> None:
+    piece = invalid(text)
     assert piece.name == "lookup"
-    assert "never closed: end the call with </invoke>" in piece.reason
-    headless = invalid('<minimax:tool_call><invoke name="now">')  # no parameters yet
-    assert headless.name == "now"
+    assert "<invoke was never closed: end the call with </invoke>" in piece.reason
+
+
+def test_minimax_block_left_open_after_its_invokes_is_fine() -> None:
+    assert found(f"<minimax:tool_call>\n{invoke('now')}\n") == [("now", {}, "minimax")]
 
 
 def test_a_stream_ending_inside_a_block_leaves_the_next_stream_outside() -> None:
