@@ -5,8 +5,18 @@ A call arrives in one of these shapes:
 - a registered tool tag: ``<calc>{"expression": "2+2"}</calc>``, ``<wiki_search>x|y</wiki_search>``;
 - a Hermes/Qwen element, ``<tool_call>{"name": "calc", "arguments": {...}}</tool_call>``, or with
   Qwen3-Coder's XML body ``<function=NAME><parameter=K>V</parameter></function>`` whose values are
-  typed by the tool's schema (one left open at the end of the stream is still a call when its
-  body is whole);
+  typed by the tool's schema, or GLM-4.5's body ``NAME<arg_key>K</arg_key><arg_value>V</arg_value>``
+  typed the same way (its bare ``NAME`` only for a registered tool); one left open at the end of
+  the stream is still a call when its body is whole (JSON that parses, a closed ``</function>``;
+  never a GLM body, whose last pair may not have come);
+- DeepSeek's ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`` then a ```` ```json ```` fenced
+  object and ``<｜tool▁call▁end｜>`` (V3, R1), or ``NAME<｜tool▁sep｜>{…}`` (V3.1); Kimi K2's
+  ``<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>``; the
+  tokens of the sections around them are dropped (a ``<|tool_call_end|>`` outside a call too,
+  as LFM2's); either left open at the end is a call when its arguments parse;
+- MiniMax M2's ``<invoke name="NAME"><parameter name="K">V</parameter></invoke>``, typed by the
+  schema, each a call at its ``</invoke>`` (and never without it); only inside a
+  ``<minimax:tool_call>`` block (its tags dropped), so prose mentioning ``<invoke `` stays text;
 - a JSON object ``{"name": ..., "arguments": ...}`` (or Llama's ``"parameters"``), or an array of
   them, anywhere: first on its line, after prose, after ``<|python_tag|>`` or
   ``<|function_call|>`` (tokens that are never shown), several separated by ``;``;
@@ -24,12 +34,13 @@ A call arrives in one of these shapes:
   ``to=functions.NAME``, ``<|message|>``, a JSON object and ``<|call|>``.
 
 `ToolCallParser.feed` returns each call from the very chunk that completes it (the ``>`` of the
-closing tag, or the object's closing brace, also inside an array, or a pythonic call's ``)``)
-and returns visible text as soon as it cannot belong to a call. The parser is a state machine
-over characters:
+closing tag or end token, or the object's closing brace, also inside an array, or a pythonic
+call's ``)``) and returns visible text as soon as it cannot belong to a call. The parser is a
+state machine over characters:
 
     TEXT ── "<" ──► TAG_OPEN ── "<name>" ──► BODY ── "</name>" ──► calls, TEXT
-     │                  └── call token ──► TEXT, as at a line's start
+     │                  ├── call token ──► TEXT, as at a line's start
+     │                  └── "<invoke " outside a MiniMax block ──► text, TEXT
      ├─ "{" ──► JSON_OPEN ── '"' ──► JSON_BODY ── closing "}" ──► call: SEQ; else text, TEXT
      │                                 └── first newline, no call keys yet ──► text, TEXT
      ├─ "[" ──► SEQ ── "{" ──► JSON_OPEN …        SEQ ── "," / ";" then "{" ──► JSON_OPEN …
@@ -178,6 +189,10 @@ _CALL_TOKENS = (
     "</tools>",
     "<|tool_call_start|>",
     "<|tool_call_end|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
 )
 # gpt-oss harmony: the reasoning splitter leaves a call's header (from whichever token began it),
 # its <|message|> and body, and <|call|> in the content.
@@ -188,6 +203,35 @@ _HARMONY_FORM = (
     '<|message|>{"key": "value"}<|call|>'
 )
 _RECIPIENT = re.compile(r"(?:^|[\s>])to=(?:functions\.)?([^\s<]+)")
+# DeepSeek V3/R1/V3.1 and Kimi K2 write each call between a begin and an end token, inside a
+# section whose own tokens are dropped like the call tokens above.
+_DEEPSEEK_SEP = "<｜tool▁sep｜>"
+_DEEPSEEK_FORM = (
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n"
+    '```json\n{"key": "value"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+)
+_KIMI_ARGUMENTS = "<|tool_call_argument_begin|>"
+_KIMI_FORM = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>"
+    '{"key": "value"}<|tool_call_end|><|tool_calls_section_end|>'
+)
+_KIMI_NAME = re.compile(r"(?:functions\.)?(\S+?)(?::\d+)?")
+_NON_NAME = re.compile(r"\s")
+# GLM-4.5/4.6: a <tool_call> whose body is the name, then <arg_key>/<arg_value> pairs.
+_GLM_HEAD = re.compile(r"([^\s<>{}\[\]\"']+)\s*")
+_GLM_ARGUMENT = re.compile(r"<arg_key>([^<]*)</arg_key>\s*<arg_value>(.*?)</arg_value>\s*", re.S)
+_GLM_FORM = "<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>value</arg_value>\n</tool_call>"
+# MiniMax M2: <invoke> elements inside a <minimax:tool_call> block; outside one, "<invoke " is text.
+_MINIMAX_OPEN = "<minimax:tool_call>"
+_MINIMAX_CLOSE = "</minimax:tool_call>"
+_INVOKE_HEAD = re.compile(r"""\s*name\s*=\s*(?:"([^"]+)"|'([^']+)')\s*>\s*""")
+_INVOKE_PARAMETER = re.compile(
+    r"""<parameter\s+name\s*=\s*(?:"([^"]*)"|'([^']*)')\s*>(.*?)</parameter>\s*""", re.S
+)
+_MINIMAX_FORM = (
+    '<minimax:tool_call>\n<invoke name="NAME">\n<parameter name="KEY">value</parameter>\n'
+    "</invoke>\n</minimax:tool_call>"
+)
 # A word after "[": a pythonic call's name, or Mistral's TOOL_CALLS marker.
 _WORD_START = re.compile(r"[A-Za-z_]")
 _NOT_WORD = re.compile(r"[^\w.\-]")
@@ -236,7 +280,9 @@ _char_piece = functools.lru_cache(maxsize=1024)(TextPiece)
 ) = range(15)
 
 
-_TagKind = Literal["tag", "hermes", "token", "attrs", "harmony"]
+_TagKind = Literal[
+    "tag", "hermes", "token", "attrs", "harmony", "deepseek", "kimi_k2", "block", "invoke"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +370,8 @@ class ToolCallParser:
         self._quote = ""
         self._attr_last = " "
         """In ATTRS: the last non-blank character outside a value (a value follows "=")."""
+        self._invoking = False
+        """Inside a ``<minimax:tool_call>`` block, where ``<invoke `` begins a call."""
 
     def feed(self, chunk: str) -> list[ParsedPiece]:
         """Read the next chunk; return the pieces it completes, in order."""
@@ -465,9 +513,15 @@ class ToolCallParser:
             self._emit(_attribute_call(tag, tag.open, self._schemas))
             self._state = _TEXT
             self._line_start = False
+        elif tag.kind == "invoke" and not self._invoking:  # prose mentioning <invoke: text
+            self._text.append(tag.open)
+            self._state = _TEXT
+            self._line_start = False
         elif tag.close:
             self._state = _BODY
         else:  # a call token: dropped, and what follows is read as a line's start
+            if tag.kind == "block":
+                self._invoking = tag.open == _MINIMAX_OPEN
             self._state = _TEXT
             self._line_start = True
 
@@ -492,10 +546,8 @@ class ToolCallParser:
         body = held + chunk[i : i + start] if start >= 0 else held[: len(held) + start]
         tag = self._tag
         raw = tag.open + body + tag.close
-        if tag.kind == "harmony":
-            pieces = [_harmony_call(body, raw)]
-        elif tag.spec is None:
-            pieces = _hermes_calls(body, raw, self._schemas)
+        if tag.spec is None:
+            pieces = self._section_calls(tag.kind, body, raw)
         else:
             pieces = _tag_calls(tag.spec, body, raw)
         for piece in pieces:
@@ -516,18 +568,37 @@ class ToolCallParser:
                 break
         return "".join(reversed(parts))[-width:]
 
+    def _section_calls(self, kind: _TagKind, body: str, raw: str) -> list[CallPiece | InvalidPiece]:
+        """The calls in the body of a ``<tool_call>``, a DeepSeek, Kimi or harmony call or an
+        ``<invoke>``."""
+        if kind == "harmony":
+            return [_harmony_call(body, raw)]
+        if kind == "deepseek":
+            return [_deepseek_call(body, raw)]
+        if kind == "kimi_k2":
+            return [_kimi_call(body, raw)]
+        if kind == "invoke":
+            return [_invoke_call(body, raw, self._schemas)]
+        return _hermes_calls(body, raw, self._names, self._schemas)
+
     def _unclosed(self) -> list[CallPiece | InvalidPiece]:
         tag = self._tag
         body = "".join(self._held)
-        if tag.spec is None and (_complete_json(body) or "</function>" in body):
-            # Generation stopped at end-of-sequence before the closing tag: the body is whole.
-            return _hermes_calls(body, tag.open + body, self._schemas)
-        name = tag.spec.name if tag.spec is not None else _hermes_name(body)
+        raw = tag.open + body
+        name = tag.spec.name if tag.spec is not None else None
         if tag.kind == "harmony":
             recipient = _RECIPIENT.search(body)
             name = recipient.group(1) if recipient is not None else None
-        reason = f"{tag.open} was never closed: end the call with {tag.close}."
-        return [InvalidPiece(tag.open + body, reason, name)]
+        elif tag.spec is None:
+            pieces = self._section_calls(tag.kind, body, raw)
+            if _whole(tag.kind, body, pieces):
+                # Generation stopped at end-of-sequence before the closing tag: the body is whole.
+                return pieces
+            name = next((p.name for p in pieces if p.name), None)
+            if tag.kind == "hermes":
+                name = name or _hermes_name(body)
+        reason = f"{tag.open.rstrip()} was never closed: end the call with {tag.close}."
+        return [InvalidPiece(raw, reason, name)]
 
     def _on_fence_open(self, chunk: str, i: int) -> int:
         char = chunk[i]
@@ -975,6 +1046,13 @@ def _tag_tables(
     tags["<tool_call>"] = _Tag("<tool_call>", "</tool_call>", None, "hermes")
     for opener in _HARMONY_OPENERS:
         tags[opener] = _Tag(opener, _HARMONY_CALL, None, "harmony")
+    tags["<｜tool▁call▁begin｜>"] = _Tag(
+        "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", None, "deepseek"
+    )
+    tags["<|tool_call_begin|>"] = _Tag("<|tool_call_begin|>", "<|tool_call_end|>", None, "kimi_k2")
+    for token in (_MINIMAX_OPEN, _MINIMAX_CLOSE):
+        tags[token] = _Tag(token, "", None, "block")
+    tags.setdefault("<invoke ", _Tag("<invoke ", "</invoke>", None, "invoke"))
     for token in _CALL_TOKENS:  # a registered tool named "tools" keeps its tag
         tags.setdefault(token, _Tag(token, "", None, "token"))
     prefixes = frozenset(tag[:k] for tag in tags for k in range(1, len(tag)))
@@ -1018,11 +1096,18 @@ def _tag_calls(spec: TagSpec, body: str, raw: str) -> list[CallPiece | InvalidPi
 
 
 def _hermes_calls(
-    body: str, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+    body: str, raw: str, names: frozenset[str], schemas: Mapping[str, Mapping[str, Any]]
 ) -> list[CallPiece | InvalidPiece]:
     text = body.strip()
     if text.startswith("<function="):
         return _xml_calls(text, raw, schemas)
+    head = _GLM_HEAD.match(text)
+    # GLM's body is a name, then its arguments; a bare name is a call only of an offered tool,
+    # so a stray word in a <tool_call> is still told the JSON form.
+    if head is not None and (
+        text.startswith("<arg_key>", head.end()) or (head.end() == len(text) and text in names)
+    ):
+        return [_glm_call(text, head.group(1), head.end(), raw, schemas)]
     if text.startswith("{{"):
         text = _undouble(text)
     try:
@@ -1058,6 +1143,36 @@ def _xml_calls(
     if not pieces:
         return [InvalidPiece(raw, f"no <function=NAME> in the <tool_call>: write {_XML_FORM}.")]
     return pieces
+
+
+def _glm_call(
+    text: str, name: str, pos: int, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+) -> CallPiece | InvalidPiece:
+    """GLM-4.5's body after the name: ``<arg_key>K</arg_key><arg_value>V</arg_value>`` pairs."""
+    properties = schemas.get(name, {}).get("properties", {})
+    arguments: dict[str, Any] = {}
+    while pos < len(text):
+        pair = _GLM_ARGUMENT.match(text, pos)
+        if pair is None:
+            reason = (
+                f"the arguments of {name} must be <arg_key>/<arg_value> pairs, and "
+                f"{text[pos : pos + 40]!r} is not one: write {_GLM_FORM}."
+            )
+            return InvalidPiece(raw, reason, name)
+        key, value = pair.group(1).strip(), pair.group(2)
+        schema = properties.get(key)
+        arguments[key] = _coerce(value, schema if isinstance(schema, Mapping) else {})
+        pos = pair.end()
+    return CallPiece(name, arguments, raw, "glm4")
+
+
+def _whole(kind: _TagKind, body: str, pieces: list[CallPiece | InvalidPiece]) -> bool:
+    """Whether a call left open at the end of the stream was written out all the same: a JSON
+    body that parses, or Qwen3-Coder's closed ``</function>``. A GLM body or an ``<invoke>`` has
+    nothing that shows its last argument came, so a turn cut off there is not run."""
+    if kind == "hermes":
+        return _complete_json(body) or "</function>" in body
+    return kind in ("deepseek", "kimi_k2") and all(isinstance(p, CallPiece) for p in pieces)
 
 
 def _strip_newline(value: str) -> str:
@@ -1280,6 +1395,73 @@ def _attribute_call(
         reason = f'the attributes of <{name}> cannot be read: write <{name} key="value"/>.'
         return InvalidPiece(raw, reason, name)
     return CallPiece(name, arguments, raw, "xml_attributes")
+
+
+def _deepseek_call(body: str, raw: str) -> CallPiece | InvalidPiece:
+    """``function<｜tool▁sep｜>NAME`` then a fenced JSON object (V3, R1), or
+    ``NAME<｜tool▁sep｜>{…}`` (V3.1)."""
+    head, found, rest = body.partition(_DEEPSEEK_SEP)
+    name, arguments = head.strip(), rest
+    if name == "function":  # the call's type, then the name on its own line
+        name, _, arguments = rest.partition("\n")
+        name = name.strip()
+    if not found or not name or _NON_NAME.search(name):
+        reason = f"a tool call needs its name and {_DEEPSEEK_SEP}: write {_DEEPSEEK_FORM}."
+        return InvalidPiece(raw, reason)
+    text = arguments.strip()
+    if text.startswith("```"):
+        text = text.removeprefix("```").removeprefix("json").removesuffix("```")
+    return _arguments_call(name, text, raw, "deepseek", _DEEPSEEK_FORM)
+
+
+def _kimi_call(body: str, raw: str) -> CallPiece | InvalidPiece:
+    """``functions.NAME:IDX<|tool_call_argument_begin|>{…}`` (prefix and index optional)."""
+    head, found, arguments = body.partition(_KIMI_ARGUMENTS)
+    named = _KIMI_NAME.fullmatch(head.strip())
+    if not found or named is None:
+        reason = f"a tool call needs its name and {_KIMI_ARGUMENTS}: write {_KIMI_FORM}."
+        return InvalidPiece(raw, reason)
+    return _arguments_call(named.group(1), arguments, raw, "kimi_k2", _KIMI_FORM)
+
+
+def _arguments_call(
+    name: str, text: str, raw: str, fmt: CallFormat, form: str
+) -> CallPiece | InvalidPiece:
+    """A call whose arguments are a JSON object (none when blank)."""
+    try:
+        arguments = load_object(text) if text.strip() else {}
+    except JSONProblem as exc:
+        reason = f"the arguments of {name} are not a JSON object: {exc}. Write {form}."
+        return InvalidPiece(raw, reason, name)
+    return CallPiece(name, arguments, raw, fmt)
+
+
+def _invoke_call(
+    body: str, raw: str, schemas: Mapping[str, Mapping[str, Any]]
+) -> CallPiece | InvalidPiece:
+    """MiniMax's ``<invoke name="NAME">`` body: ``<parameter name="K">V</parameter>`` elements,
+    typed by the tool's schema like Qwen3-Coder's."""
+    head = _INVOKE_HEAD.match(body)
+    if head is None:
+        reason = f'an <invoke> names its tool as name="NAME": write {_MINIMAX_FORM}.'
+        return InvalidPiece(raw, reason)
+    name = head.group(1) or head.group(2)
+    properties = schemas.get(name, {}).get("properties", {})
+    arguments: dict[str, Any] = {}
+    pos = head.end()
+    while pos < len(body):
+        parameter = _INVOKE_PARAMETER.match(body, pos)
+        if parameter is None:
+            reason = (
+                f"the arguments of {name} must be <parameter> elements, and "
+                f"{body[pos : pos + 40]!r} is not one: write {_MINIMAX_FORM}."
+            )
+            return InvalidPiece(raw, reason, name)
+        key = parameter.group(1) or parameter.group(2)
+        schema = properties.get(key)
+        arguments[key] = _coerce(parameter.group(3), schema if isinstance(schema, Mapping) else {})
+        pos = parameter.end()
+    return CallPiece(name, arguments, raw, "minimax")
 
 
 def _harmony_call(body: str, raw: str) -> CallPiece | InvalidPiece:

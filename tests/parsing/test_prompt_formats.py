@@ -14,10 +14,6 @@ from agentrt.workspace import default_workspace_path
 PROMPTS = default_workspace_path() / "prompts" / "tool_formats"
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 
-NOT_READ_YET = {"deepseek", "glm4", "kimi_k2", "minimax"}
-"""Formats the prompts ask for that the parser does not read yet (issue 18): each must fail
-below, so that reading it makes this set shrink."""
-
 
 def example(fmt: str) -> str:
     """The call the prompt shows, with a real tool, argument and value."""
@@ -41,9 +37,4 @@ def calls(text: str) -> list[CallPiece]:
 @pytest.mark.parametrize("fmt", sorted(TOOL_FORMATS))
 def test_the_example_of_each_prompt_parses_back(fmt: str) -> None:
     found = [(c.name, c.arguments) for c in calls(example(fmt))]
-    if fmt in NOT_READ_YET:
-        assert found != [("lookup", {"query": "x"})], (
-            f"{fmt} is read now: drop it from NOT_READ_YET"
-        )
-    else:
-        assert found == [("lookup", {"query": "x"})]
+    assert found == [("lookup", {"query": "x"})]
