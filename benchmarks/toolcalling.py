@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/toolcalling.py --models local:small local
     .venv/bin/python benchmarks/toolcalling.py --half held-out        # only for the final count
     .venv/bin/python benchmarks/toolcalling.py --limit 8              # a smoke run
+    .venv/bin/python benchmarks/toolcalling.py --max-tokens 512       # read whole prose answers
 
 The data (data/toolcalling/) was written for this benchmark, before and apart from the parser
 it measures: 60 tools in 12 domains of near siblings, and 156 questions by kind (`simple`,
@@ -14,6 +15,11 @@ any was invalid). A question expecting calls is right when the calls are exactly
 ones, in any order, each with the expected arguments (strings without regard to case or
 surrounding space, numbers by value; arguments not listed in the data are not checked). A
 `none` question is right when the first turn calls nothing.
+
+A first turn is read up to `--max-tokens` tokens of the embedded models (192 by default: three
+calls take about 110): a turn that reaches it is counted as `cut`, and a `none` question cut
+without a call counts as answered, so the `cut` column says how many of those could still have
+called a tool later on.
 
 The questions of each kind alternate between a dev half (the default) and a
 held-out half: tune on the first, report the second once, at the end.
@@ -27,8 +33,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import math
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -42,6 +48,7 @@ from agentrt import (
     Agent,
     AgentSettings,
     Model,
+    ModelResponseEvent,
     Tool,
     ToolCallEvent,
     ToolCallInvalidEvent,
@@ -76,6 +83,7 @@ class Tally:
     right: int = 0
     no_call: int = 0
     invalid: int = 0
+    cut: int = 0
     seconds: list[float] = field(default_factory=list)
 
     def row(self) -> list[str]:
@@ -85,6 +93,7 @@ class Tally:
             f"{self.right / n:.0%}",
             f"{self.no_call / n:.0%}",
             f"{self.invalid / n:.0%}",
+            str(self.cut),
             f"{sum(self.seconds) / n:.1f}",
         ]
 
@@ -173,23 +182,34 @@ def right(question: Question, calls: list[tuple[str, dict[str, Any]]]) -> bool:
     return True
 
 
+@dataclass
+class Turn:
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    invalid: bool = False
+    cut: bool = False
+    """The turn reached the model's token cap."""
+
+
 async def first_turn(
     model: Model, tools: list[Tool], question: Question, constrain: str = "off"
-) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
-    """The calls of the model's first turn on `question`, and whether any was invalid."""
+) -> Turn:
+    """The calls of the model's first turn on `question`, whether any was invalid, and whether
+    the turn was cut at the model's token cap."""
     settings = AgentSettings(trajectory_dir=None, constrain_tools=constrain)  # type: ignore[arg-type]
     agent = Agent(model, tools=tools, settings=settings)
-    calls: list[tuple[str, dict[str, Any]]] = []
-    invalid = False
+    cap = getattr(model, "max_tokens", None)
+    turn = Turn()
     async with agent.run(question.text) as run:
         async for event in run:
             if isinstance(event, TurnStartedEvent) and event.step > 1:
                 break
             if isinstance(event, ToolCallEvent) and event.name != "finish":
-                calls.append((event.name, dict(event.arguments)))
+                turn.calls.append((event.name, dict(event.arguments)))
             elif isinstance(event, ToolCallInvalidEvent):
-                invalid = True
-    return calls, invalid
+                turn.invalid = True
+            elif isinstance(event, ModelResponseEvent) and event.purpose == "turn":
+                turn.cut = cap is not None and event.usage.completion_tokens >= cap
+    return turn
 
 
 async def measure(
@@ -198,26 +218,34 @@ async def measure(
     tallies: dict[str, Tally] = defaultdict(Tally)
     for question in questions:
         started = time.perf_counter()
-        calls, invalid = await first_turn(model, tools[question.domain], question, constrain)
+        turn = await first_turn(model, tools[question.domain], question, constrain)
         seconds = time.perf_counter() - started
-        ok = right(question, calls)
+        ok = right(question, turn.calls)
         for key in (question.kind, "all"):
             tally = tallies[key]
             tally.right += ok
-            tally.no_call += not calls and bool(question.calls)
-            tally.invalid += invalid
+            tally.no_call += not turn.calls and bool(question.calls)
+            tally.invalid += turn.invalid
+            tally.cut += turn.cut
             tally.seconds.append(seconds)
-        logging.info("%s %s %s", question.id, "right" if ok else "WRONG", calls)
+        # Progress on stderr: a run of both models takes the better part of an hour.
+        print(question.id, "right" if ok else "WRONG", turn.calls, file=sys.stderr, flush=True)
     return tallies
 
 
 async def measure_all(
-    specs: list[str], modes: list[str], tools: dict[str, list[Tool]], questions: list[Question]
+    specs: list[str],
+    modes: list[str],
+    tools: dict[str, list[Tool]],
+    questions: list[Question],
+    max_tokens: int,
 ) -> dict[tuple[str, str], dict[str, Tally]]:
     """Every model, constrained and not, in one event loop (a model's locks belong to one)."""
     results = {}
     for spec in specs:
         model = load_model(spec)
+        if hasattr(model, "max_tokens"):
+            model.max_tokens = max_tokens
         for constrain in modes:
             results[spec, constrain] = await measure(model, constrain, tools, questions)
     return results
@@ -250,6 +278,7 @@ def main() -> None:
     args.add_argument("--constrain", nargs="+", choices=["off", "on"], default=["off", "on"])
     args.add_argument("--half", choices=["dev", "held-out"], default="dev")
     args.add_argument("--limit", type=int, default=None, help="ask only this many questions")
+    args.add_argument("--max-tokens", type=int, default=192, help="a first turn's token cap")
     args.add_argument("--json", type=Path, help="also write the tallies here")
     options = args.parse_args()
     tools, questions = load()
@@ -260,9 +289,13 @@ def main() -> None:
     # 3,613 µs per KB fed whole where a fresh one takes about 100 (cause not found; the parse
     # alone is linear), so the model's aftermath is kept out of the parser's number.
     whole, per_char = parser_speed()
-    results = asyncio.run(measure_all(options.models, options.constrain, tools, chosen))
-    print("| model | constrained | kind | questions | right | no call | invalid | s/question |")
-    print("|---|---|---|---|---|---|---|---|")
+    results = asyncio.run(
+        measure_all(options.models, options.constrain, tools, chosen, options.max_tokens)
+    )
+    print(
+        "| model | constrained | kind | questions | right | no call | invalid | cut | s/question |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     report: dict[str, dict[str, list[str]]] = {}
     for (spec, constrain), tallies in results.items():
         report[f"{spec} constrain={constrain}"] = {kind: t.row() for kind, t in tallies.items()}

@@ -61,7 +61,8 @@ async def test_a_first_turn_is_read_through_the_agent(bench: ModuleType) -> None
     (name, arguments), (name2, arguments2) = question.calls[:2]
     turn = call(name, **arguments) + call(name2, **arguments2)
     model = ScriptedModel([turn, "done"])
-    calls, invalid = await bench.first_turn(model, tools[question.domain], question)
-    assert (bench.right(question, calls), invalid) == (len(question.calls) == 2, False)
+    read = await bench.first_turn(model, tools[question.domain], question)
+    assert (bench.right(question, read.calls), read.invalid) == (len(question.calls) == 2, False)
+    assert read.cut is False  # a scripted model has no token cap
     bad = ScriptedModel(['<tool_call>{"name": ' + name + "}</tool_call>", "done"])
-    assert (await bench.first_turn(bad, tools[question.domain], question))[1] is True
+    assert (await bench.first_turn(bad, tools[question.domain], question)).invalid is True

@@ -130,7 +130,7 @@ class TestInARun:
         model = ScriptedModel(["done"], name="llama-3.1", native_tools=True)
         await _agent(model, tmp_path, "auto").run("Weather in Lyon?")
         system = model.requests[-1].messages[0].content
-        assert "Use the tools you are given" in system
+        assert "Call a tool only when it does what the question asks" in system
         assert "TOOL_NAME" not in system
 
 
