@@ -239,16 +239,27 @@ async def measure_all(
     tools: dict[str, list[Tool]],
     questions: list[Question],
     max_tokens: int,
-) -> dict[tuple[str, str], dict[str, Tally]]:
-    """Every model, constrained and not, in one event loop (a model's locks belong to one)."""
-    results = {}
+) -> dict[str, dict[str, list[str]]]:
+    """Every model, constrained and not, in one event loop (a model's locks belong to one).
+    Each model and mode's rows are printed as soon as they are measured, so a long run that is
+    stopped keeps what it has measured."""
+    print(
+        "| model | constrained | kind | questions | right | no call | invalid | cut | s/question |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    report: dict[str, dict[str, list[str]]] = {}
     for spec in specs:
         model = load_model(spec)
         if hasattr(model, "max_tokens"):
             model.max_tokens = max_tokens
         for constrain in modes:
-            results[spec, constrain] = await measure(model, constrain, tools, questions)
-    return results
+            tallies = await measure(model, constrain, tools, questions)
+            report[f"{spec} constrain={constrain}"] = {k: t.row() for k, t in tallies.items()}
+            for kind in (*KINDS, "all"):
+                if kind in tallies:
+                    row = " | ".join(tallies[kind].row())
+                    print(f"| {spec} | {constrain} | {kind} | {row} |", flush=True)
+    return report
 
 
 def parser_speed() -> tuple[float, float]:
@@ -289,19 +300,9 @@ def main() -> None:
     # 3,613 µs per KB fed whole where a fresh one takes about 100 (cause not found; the parse
     # alone is linear), so the model's aftermath is kept out of the parser's number.
     whole, per_char = parser_speed()
-    results = asyncio.run(
+    report = asyncio.run(
         measure_all(options.models, options.constrain, tools, chosen, options.max_tokens)
     )
-    print(
-        "| model | constrained | kind | questions | right | no call | invalid | cut | s/question |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    report: dict[str, dict[str, list[str]]] = {}
-    for (spec, constrain), tallies in results.items():
-        report[f"{spec} constrain={constrain}"] = {kind: t.row() for kind, t in tallies.items()}
-        for kind in (*KINDS, "all"):
-            if kind in tallies:
-                print(f"| {spec} | {constrain} | {kind} | {' | '.join(tallies[kind].row())} |")
     print(f"\nparser: {whole:.0f} µs per KB fed whole, {per_char:.0f} fed a character at a time")
     if options.json:
         options.json.write_text(json.dumps(report, indent=2))
