@@ -632,7 +632,12 @@ def _instrumentation(instrument: bool | InstrumentationSettings) -> Instrumentat
     except ImportError as exc:
         msg = f"instrument= needs the otel extra: pip install 'agentrt[otel]' ({exc})"
         raise UserError(msg) from None
-    return Instrumentation(InstrumentationSettings() if instrument is True else instrument)
+    if instrument is True:
+        instrument = InstrumentationSettings()
+    if not isinstance(instrument, InstrumentationSettings):
+        msg = f"instrument= takes True, False or InstrumentationSettings, not {instrument!r}"
+        raise UserError(msg)
+    return Instrumentation(instrument)
 
 
 def _workspace(

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -24,11 +25,12 @@ from agentrt import (
     StreamInterrupted,
     ToolFinishedEvent,
     Trajectory,
+    UserError,
     Workspace,
 )
 from agentrt.models.scripted import ScriptItem
-from agentrt.otel import InstrumentationSettings, export_trajectories
-from tests.helpers import call, check_stream, finish
+from agentrt.otel import InstrumentationSettings, SpanTranslator, export_trajectories
+from tests.helpers import agentrt_logs, call, check_stream, finish
 from tests.planning.plans import finish as joined
 from tests.planning.plans import node, plan
 
@@ -333,3 +335,52 @@ def shape(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:
         )
         for s in spans
     ]
+
+
+class TestRobustness:
+    def test_instrument_of_the_wrong_type_is_refused(self, workspace: Workspace) -> None:
+        with pytest.raises(UserError, match="instrument= takes True, False or Instrument"):
+            Agent(ScriptedModel([]), workspace=workspace, instrument="yes")  # type: ignore[arg-type]
+
+    async def test_a_failing_tracer_never_breaks_the_run(
+        self, workspace: Workspace, tmp_path: Path, provider: TracerProvider
+    ) -> None:
+        """A span processor that raises: the run ends ok, the failure is logged once."""
+
+        class Broken(SpanProcessor):
+            def on_end(self, span: ReadableSpan) -> None:
+                raise RuntimeError("exporter on fire")
+
+        provider.add_span_processor(Broken())
+        agent = traced_agent(workspace, tmp_path, provider, REACT)
+        with agentrt_logs() as logs:
+            events = await run(agent, "exploratory")
+        end = events[-1]
+        assert isinstance(end, RunFinishedEvent)
+        assert end.status == "ok"
+        failures = [r for r in logs if r["event"] == "tracing failed; this run's spans stop here"]
+        assert len(failures) == 1
+        assert failures[0]["run_id"] == end.run_id
+
+    async def test_a_trajectory_cut_off_before_run_finished_still_ends_its_spans(
+        self, workspace: Workspace, tmp_path: Path, provider: TracerProvider
+    ) -> None:
+        """A crashed process leaves no `run_finished`: `close` ends the run's span at its last
+        event."""
+        agent = traced_agent(workspace, tmp_path, provider, REACT)
+        result = await agent.run("Go", strategy="exploratory")
+        assert result.path is not None
+        trajectory = Trajectory.read(result.path)
+        cut = trajectory.events[:-3]
+        exporter = InMemorySpanExporter()
+        stored = TracerProvider()
+        stored.add_span_processor(SimpleSpanProcessor(exporter))
+        translator = SpanTranslator(stored.get_tracer("test"), trajectory.header)
+        for event in cut:
+            translator.feed(event)
+        translator.close()
+        spans = exporter.get_finished_spans()
+        run_span = the_run(spans)
+        assert run_span.end_time == at(cut, cut[-1].t)
+        assert "agentrt.run.status" not in (run_span.attributes or {})
+        assert all(s.end_time is not None for s in spans)
