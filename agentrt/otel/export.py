@@ -3,10 +3,14 @@
 Each trajectory is translated with the OpenTelemetry SDK (a provider of its own, its spans kept
 in memory), then handed to the exporter in one batch, whose answer is checked: a collector
 that cannot be reached or refuses the spans is an error naming it, never a silent loss.
+
+A run's trace and span ids are derived from its run id, so exporting a trajectory again sends
+the same ids: a collector sees the same trace, not a second copy of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from agentrt._version import __version__
 from agentrt.otel.spans import SpanTranslator
@@ -69,9 +74,35 @@ def jsonl_exporter(out: IO[str]) -> SpanExporter:
     return ConsoleSpanExporter(out=out, formatter=lambda span: span.to_json(indent=None) + "\n")
 
 
+class _RunIds(IdGenerator):
+    """Ids from a hash of the run id and a count: the same for the same trajectory, since the
+    translator makes its spans in the order of the events."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.spans = 0
+
+    def _hash(self, what: str, size: int) -> int:
+        digest = hashlib.sha256(f"{self.run_id}/{what}".encode()).digest()
+        return int.from_bytes(digest[:size]) or 1  # 0 is the invalid id
+
+    def generate_trace_id(self) -> int:
+        return self._hash("trace", 16)
+
+    def generate_span_id(self) -> int:
+        self.spans += 1
+        return self._hash(f"span/{self.spans}", 8)
+
+    def is_trace_id_random(self) -> bool:
+        return False
+
+
 def _spans_of(trajectory: Trajectory, include_content: bool) -> tuple[ReadableSpan, ...]:
     memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: "agentrt"}))
+    provider = TracerProvider(
+        resource=Resource.create({SERVICE_NAME: "agentrt"}),
+        id_generator=_RunIds(trajectory.header.run_id),
+    )
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("agentrt", __version__)
     translator = SpanTranslator(tracer, trajectory.header, include_content=include_content)

@@ -193,3 +193,19 @@ def test_bad_input(trajectories: Path, tmp_path: Path) -> None:
     done = agentrt("export-otel", str(bad), "--output", str(tmp_path / "o.jsonl"), cwd=ROOT)
     assert done.returncode == 1
     assert f"{bad}:1: not a trajectory header" in done.stderr
+
+
+def test_exporting_again_sends_the_same_ids(trajectories: Path, tmp_path: Path) -> None:
+    """Ids are derived from the run id: a second export is the same trace, not a copy."""
+
+    def ids(name: str) -> list[tuple[str, str, str | None]]:
+        out = tmp_path / name
+        done = agentrt("export-otel", str(trajectories), "--output", str(out), cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        spans = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        return [(s["context"]["trace_id"], s["context"]["span_id"], s["parent_id"]) for s in spans]
+
+    first = ids("first.jsonl")
+    assert first == ids("second.jsonl")
+    assert len({trace for trace, _, _ in first}) == 2
+    assert len({span for _, span, _ in first}) == len(first)
