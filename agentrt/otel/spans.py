@@ -90,6 +90,21 @@ def _messages(role: str, text: str, finish_reason: str | None = None) -> str:
     return _json([message])
 
 
+def _response_message(event: ModelResponseEvent, finish_reason: str) -> str:
+    """A model call's answer as the conventions' output message: its text (reasoning tags
+    included, as the model wrote it), the reasoning a server sent apart, its native calls."""
+    parts: list[JsonValue] = []
+    if event.reasoning:
+        parts.append({"type": "reasoning", "content": event.reasoning})
+    if event.text:
+        parts.append({"type": "text", "content": event.text})
+    parts += [
+        {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+        for c in event.tool_calls
+    ]
+    return _json([{"role": "assistant", "parts": parts, "finish_reason": finish_reason}])
+
+
 def _error_type(status: str, error: str | None) -> str:
     if status != "error":
         return status  # timeout, cancelled
@@ -241,7 +256,7 @@ class SpanTranslator:
             }
         )
         if self.include_content:
-            span.set_attribute(OUTPUT_MESSAGES, _messages("assistant", event.text, reason))
+            span.set_attribute(OUTPUT_MESSAGES, _response_message(event, reason))
         self._chat = (span, self._at(event.t))
 
     def _cuts_chat(self, event: Event) -> bool:

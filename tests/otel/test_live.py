@@ -19,6 +19,7 @@ from agentrt import (
     AgentSettings,
     Event,
     ModelResponseEvent,
+    NativeToolCall,
     RunFinishedEvent,
     ScriptedModel,
     ScriptedTurn,
@@ -384,3 +385,41 @@ class TestRobustness:
         assert run_span.end_time == at(cut, cut[-1].t)
         assert "agentrt.run.status" not in (run_span.attributes or {})
         assert all(s.end_time is not None for s in spans)
+
+
+async def test_native_calls_end_a_chat_span_for_tool_call(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A server's native tool call: finish reason `tool_call`; with content, the call is a
+    `tool_call` part of the output message, reasoning sent apart a `reasoning` part."""
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    native = NativeToolCall(id="call_1", name="add", arguments='{"a": 1, "b": 2}')
+    turn = ScriptedTurn(reasoning="1 + 2, by the tool", tool_calls=[native])
+    agent = Agent(
+        ScriptedModel([turn, "3"], native_tools=True),
+        tools=[add],
+        settings=AgentSettings(trajectory_dir=None),
+        instrument=InstrumentationSettings(tracer_provider=provider, include_content=True),
+    )
+    assert (await agent.run("1 + 2?")).output == "3"
+    spans = exporter.get_finished_spans()
+    first, second = named(spans, "chat ")
+    assert (first.attributes or {})["gen_ai.response.finish_reasons"] == ("tool_call",)
+    assert (second.attributes or {})["gen_ai.response.finish_reasons"] == ("stop",)
+    assert json.loads(str((first.attributes or {})["gen_ai.output.messages"])) == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "content": "1 + 2, by the tool"},
+                {"type": "tool_call", "id": "call_1", "name": "add", "arguments": native.arguments},
+            ],
+            "finish_reason": "tool_call",
+        }
+    ]
+    (tool,) = named(spans, "execute_tool ")
+    assert (tool.attributes or {})["gen_ai.tool.call.id"] == "call_1"
+    assert the_run(spans).name == "invoke_agent agentrt"
