@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Generic, get_origin
+from typing import TYPE_CHECKING, Any, Generic, get_origin
 
 import anyio
 from pydantic import JsonValue, ValidationError
@@ -60,6 +60,9 @@ from agentrt.trajectory.format import Trajectory, TrajectoryHeader
 from agentrt.trajectory.writer import TrajectoryWriter, trajectory_path
 from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
+
+if TYPE_CHECKING:
+    from agentrt.otel.instrument import Instrumentation, InstrumentationSettings
 
 __all__ = ["Agent"]
 
@@ -118,6 +121,8 @@ class Agent(Generic[DepsT, OutputT]):
     :param settings: timeouts, limits, where trajectories go
     :param tool_runner: what invokes the tools the model calls; the default runs them, a
         replay passes one that answers from a recording
+    :param instrument: trace runs as OpenTelemetry GenAI spans (`agentrt.otel`; needs the
+        `otel` extra): True for the global tracer provider, or `InstrumentationSettings`
     :raises UserError: a tool or output type that cannot be described to a model, two tools of
         one name, a tool whose `ToolContext[D]` does not fit `deps_type`
     """
@@ -134,8 +139,10 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int = 1,
         settings: AgentSettings | None = None,
         tool_runner: ToolRunner = run_tool,
+        instrument: bool | InstrumentationSettings = False,
     ) -> None:
         self.model = model
+        self._instrumentation = _instrumentation(instrument)
         self.settings = settings or AgentSettings()
         self.tool_runner = tool_runner
         self.workspace = _workspace(workspace, [_as_tool(t) for t in tools], instructions)
@@ -272,7 +279,10 @@ class Agent(Generic[DepsT, OutputT]):
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
         header = self._header(run_id, request.query, request.session_id)
         limits = TokenLimits(self.settings.token_budget, self.settings.max_turn_tokens)
-        return RunContext(run_id, self.model, header, writer, limits)
+        ctx = RunContext(run_id, self.model, header, writer, limits)
+        if self._instrumentation is not None:
+            ctx.observe = self._instrumentation.observer(header, self.model)
+        return ctx
 
     def _executor(self, ctx: RunContext, toolbox: Toolbox, request: _Request) -> Executor:
         """The run's executor, its tools' storage built from the run's session: the session's
@@ -611,6 +621,23 @@ def _type_name(t: Any) -> str:
 
 def _as_tool(t: Tool | Callable[..., Any]) -> Tool:
     return t if isinstance(t, Tool) else Tool(t)
+
+
+def _instrumentation(instrument: bool | InstrumentationSettings) -> Instrumentation | None:
+    """The agent's tracing, or None: OpenTelemetry is imported only when it is switched on."""
+    if instrument is False:
+        return None
+    try:
+        from agentrt.otel.instrument import Instrumentation, InstrumentationSettings
+    except ImportError as exc:
+        msg = f"instrument= needs the otel extra: pip install 'agentrt[otel]' ({exc})"
+        raise UserError(msg) from None
+    if instrument is True:
+        instrument = InstrumentationSettings()
+    if not isinstance(instrument, InstrumentationSettings):
+        msg = f"instrument= takes True, False or InstrumentationSettings, not {instrument!r}"
+        raise UserError(msg)
+    return Instrumentation(instrument)
 
 
 def _workspace(

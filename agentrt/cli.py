@@ -716,6 +716,67 @@ def _serve_app(application: Any, agent: Agent, host: str, port: int) -> None:
         raise typer.Exit(128 + server.stopped_by)
 
 
+@app.command(name="export-otel")
+def export_otel(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A trajectory file (.jsonl), or a folder: every *.jsonl under it.",
+            exists=True,
+            metavar="PATH",
+        ),
+    ],
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="The OTLP/HTTP collector's URL ('/v1/traces' is added to one without a path). "
+            "Default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Write the spans to this file instead, one JSON object a line."),
+    ] = None,
+    include_content: Annotated[
+        bool, typer.Option(help="Record queries, model text, tool arguments and results.")
+    ] = False,
+) -> None:
+    """Turn stored trajectories into OpenTelemetry GenAI spans (the ones a live run traced with
+    `instrument=` gives) and send them to an OTLP/HTTP collector, or write them to a file.
+    Exit status 1 when a file is not a trajectory or the collector did not take the spans."""
+    from agentrt.trajectory.replay import trajectory_files
+
+    configure_logging()
+    with _usage_errors():
+        if endpoint is not None and output is not None:
+            msg = "give --endpoint or --output, not both"
+            raise UserError(msg)
+        files = trajectory_files(path)
+    try:
+        from agentrt.otel import ExportFailed, export_trajectories, jsonl_exporter, otlp_exporter
+    except ImportError as exc:
+        err.print(f"[red]error:[/] export-otel needs: pip install 'agentrt[otel]' ({exc})")
+        raise typer.Exit(2) from None
+    with ExitStack() as stack:
+        if output is not None:
+            exporter = jsonl_exporter(stack.enter_context(output.open("w", encoding="utf-8")))
+        else:
+            exporter = otlp_exporter(endpoint)
+        where = str(output) if output is not None else (endpoint or "the OTLP endpoint")
+        try:
+            report = export_trajectories(files, exporter, include_content=include_content)
+        except ValueError as exc:
+            err.print(f"[red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(1) from None
+        except ExportFailed as exc:
+            # The exporter has logged why (not reachable, or the status it was refused with).
+            err.print(f"[red]error:[/] {exc} ({where})", highlight=False)
+            raise typer.Exit(1) from None
+    Console(soft_wrap=True, highlight=False).print(
+        f"{report.runs} run(s), {report.spans} span(s) → {where}"
+    )
+
+
 @app.command()
 def ingest(
     workspace: Annotated[

@@ -14,7 +14,7 @@ what binds mid-stream; a finished call's reported usage replaces it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -124,6 +124,8 @@ class RunContext:
         self.model_time = 0.0
         self.tool_time = 0.0
         self.limits = limits or TokenLimits()
+        self.observe: Callable[[Event], None] | None = None
+        """Called with every event as it is stamped, whoever reads the stream (tracing)."""
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -137,6 +139,8 @@ class RunContext:
         self._seq += 1
         if self.writer is not None:
             self.writer.add(event)
+        if self.observe is not None:
+            self.observe(event)  # type: ignore[arg-type]
         if self._send is not None:
             try:
                 self._send.send_nowait(event)  # type: ignore[arg-type]

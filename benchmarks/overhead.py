@@ -40,11 +40,29 @@ def rss_kb() -> int:
 # ── measurements, each run in its own process ────────────────────────────────────────────
 
 
+def traced() -> Any:
+    """`Agent(instrument=…)` to an OpenTelemetry SDK provider whose batch processor hands the
+    spans to an exporter that drops them: what tracing costs a run, the network left out."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from agentrt.otel import InstrumentationSettings
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    return InstrumentationSettings(tracer_provider=provider)
+
+
 async def per_turn(runs: int) -> dict[str, float]:
-    """µs per turn, best of 5 rounds; agentrt and floor rounds alternate, so that both see the
-    same moments of a noisy machine. Also the cost of only building and serialising a run's
-    events (pydantic models, as `RunContext.emit` and the trajectory writer do), per turn: a
-    lower bound for any run loop that reports through these events."""
+    """µs per turn, best of 5 rounds; agentrt, traced agentrt (`traced`) and floor rounds
+    alternate, so that all see the same moments of a noisy machine. Also the cost of only
+    building and serialising a run's events (pydantic models, as `RunContext.emit` and the
+    trajectory writer do), per turn: a lower bound for any run loop that reports through
+    these events."""
     from workload import TURNS, floor_once, make_agent, run_once
 
     best: dict[str, float] = {}
@@ -54,7 +72,8 @@ async def per_turn(runs: int) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as tmp:
         agents = {tools: make_agent(Path(tmp), tools_per_turn=tools) for tools in (1, 4)}
-        for agent in agents.values():
+        traced_agent = make_agent(Path(tmp), instrument=traced())
+        for agent in [*agents.values(), traced_agent]:
             for _ in range(20):
                 await run_once(agent)
         for _ in range(5):
@@ -67,6 +86,10 @@ async def per_turn(runs: int) -> dict[str, float]:
                 for _ in range(runs * 10):
                     await floor_once(tools)
                 keep(f"floor_{tools}", time.perf_counter() - t0, runs * 10)
+            t0 = time.perf_counter()
+            for _ in range(runs):
+                await run_once(traced_agent)
+            keep("traced_4", time.perf_counter() - t0, runs)
         events = [e async for e in agents[4].run("bench", strategy="bench")]
         fields = [(type(e), {k: getattr(e, k) for k in type(e).model_fields}) for e in events]
         for _ in range(5):
@@ -220,6 +243,13 @@ def main() -> None:
         f"{turn['events_4']:.0f}",
         "",
         f"{turn['events_4'] / turn['floor_4']:.1f}×",
+        "",
+    )
+    table.add_row(
+        "µs per turn, traced (OpenTelemetry SDK)",
+        f"{turn['traced_4']:.0f}",
+        "",
+        f"{(turn['traced_4'] / turn['agentrt_4'] - 1) * 100:+.0f}% vs untraced",
         "",
     )
     table.add_row(

@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from agentrt import (
     Agent,
@@ -53,11 +54,15 @@ class BenchModel:
         yield UsageChunk(usage=Usage(prompt_tokens=10, completion_tokens=10))
 
 
-def make_agent(trajectory_dir: Path | None, tools_per_turn: int = 4) -> Agent:
+def make_agent(
+    trajectory_dir: Path | None, tools_per_turn: int = 4, instrument: Any = False
+) -> Agent:
+    """The workload's agent; `instrument` as `Agent(instrument=…)` takes it."""
     return Agent(
         workspace=WORKSPACE,
         model=BenchModel(tools_per_turn),
         settings=AgentSettings(trajectory_dir=trajectory_dir, default_strategy="bench"),
+        instrument=instrument,
     )
 
 

@@ -29,6 +29,7 @@ def test_overhead_measurements_run() -> None:
     assert set(turn) == {
         "agentrt_1",
         "agentrt_4",
+        "traced_4",
         "floor_1",
         "floor_4",
         "events_4",
