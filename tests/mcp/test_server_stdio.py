@@ -4,6 +4,7 @@ over its stdin and stdout."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from mcp.client.session import IncomingMessage
 
 from agentrt import RunFinishedEvent, Trajectory
 from agentrt.cli import DEMO_QUESTION
+from tests.helpers import ROOT, call, finish
 from tests.server.serving import wait_until
 
 HANGING = Path(__file__).parent / "hanging"
@@ -95,6 +97,38 @@ async def test_serves_the_agent_over_stdio(tmp_path: Path) -> None:
     values = [v for v, _ in progress]
     assert values == sorted(set(values))  # progress only grows, as the protocol requires
     assert frames.garbage == []
+
+
+def readme_snippet() -> str:
+    """The Python block of the README's section on serving MCP."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## agentrt as an MCP server\n", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"^```python\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
+    assert found is not None, "the section has no ```python block"
+    return found.group(1)
+
+
+async def test_the_readme_snippet_serves_a_code_first_agent(tmp_path: Path) -> None:
+    """The README's script, its model swapped for a scripted one (no model server here), is an
+    MCP server with one tool, `ask`, that runs the agent's tool."""
+    script = readme_snippet()
+    assert "Agent(OpenAIModel(), tools=[add])" in script
+    turns = [call("add", a=2, b=3), finish("2 + 3 = 5")]
+    script = script.replace("OpenAIModel()", f"ScriptedModel({turns!r})").replace(
+        "from agentrt import Agent, OpenAIModel", "from agentrt import Agent, ScriptedModel"
+    )
+    (tmp_path / "server.py").write_text(script, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}
+    params = StdioServerParameters(
+        command=sys.executable, args=["server.py"], cwd=tmp_path, env=env
+    )
+    async with Client(params) as client:
+        listed = await client.list_tools()
+        result = await client.call_tool("ask", {"question": "What is 2 + 3?"})
+    assert [t.name for t in listed.tools] == ["ask"]
+    assert result.content == [types.TextContent(type="text", text="2 + 3 = 5")]
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "ok"
 
 
 async def test_bad_arguments_are_a_tool_error(tmp_path: Path) -> None:
