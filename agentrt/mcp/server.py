@@ -24,15 +24,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp_types as types
+from anyio.abc import TaskStatus
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
 
 from agentrt._version import __version__
 from agentrt.agent import Agent
@@ -64,10 +70,10 @@ __all__ = [
     "ASK",
     "AnswerResult",
     "AskArguments",
+    "HTTPSessions",
     "mcp_server",
     "progress_message",
     "serve_stdio",
-    "session_manager",
 ]
 
 ASK = "ask"
@@ -119,8 +125,8 @@ class AnswerResult(BaseModel):
 def mcp_server(agent: Agent, *, name: str = "agentrt") -> Server[Any]:
     """The MCP server (the SDK's low-level `Server`) whose tools run `agent`.
 
-    Serve it over any transport the SDK has; `serve_stdio` and `session_manager` do for
-    stdio and streamable HTTP.
+    Serve it over any transport the SDK has; `serve_stdio` and `HTTPSessions` do for stdio and
+    streamable HTTP.
 
     :param name: the server's name, as hosts show it
     :raises UserError: two strategies whose tool names would be the same
@@ -312,10 +318,45 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def session_manager(agent: Agent, *, name: str = "agentrt") -> StreamableHTTPSessionManager:
-    """A streamable-HTTP session manager serving `agent`: route requests to its
-    `handle_request` (an ASGI app) and hold `run()` open while the app serves (its lifespan).
+class HTTPSessions:
+    """`agent`'s MCP sessions over streamable HTTP: an ASGI app (the SDK's session manager) to
+    route an endpoint to, served while `running()` is held (the app's lifespan).
 
     Host names, tokens and body sizes are for the app around it to check, as `agentrt serve`
-    does (`agentrt.server`)."""
-    return StreamableHTTPSessionManager(app=mcp_server(agent, name=name))
+    does (`agentrt.server`).
+
+    :param name: the server's name, as hosts show it
+    :raises UserError: two strategies whose tool names would be the same
+    """
+
+    def __init__(self, agent: Agent, *, name: str = "agentrt") -> None:
+        self._manager = StreamableHTTPSessionManager(app=mcp_server(agent, name=name))
+        self._closed = anyio.Event()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve sessions until the block ends or `close()` is called; then every session
+        ends, its runs cancelled."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._serve)
+            try:
+                yield
+            finally:
+                self.close()
+
+    async def _serve(self, *, task_status: TaskStatus[None]) -> None:
+        async with self._manager.run():
+            task_status.started()
+            await self._closed.wait()
+
+    def close(self) -> None:
+        """End every session now, its runs cancelled: a server stopping does not wait for
+        clients that keep a stream open (each does, in the 2025 protocol versions)."""
+        self._closed.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._closed.is_set():
+            response = JSONResponse({"detail": "the server is shutting down"}, status_code=503)
+            await response(scope, receive, send)
+            return
+        await self._manager.handle_request(scope, receive, send)

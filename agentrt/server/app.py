@@ -70,7 +70,7 @@ from agentrt.server.streams import (
 from agentrt.server.trajectories import find_trajectory, list_trajectories, read_run
 
 if TYPE_CHECKING:
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from agentrt.mcp.server import HTTPSessions
 
 __all__ = ["ServerSettings", "create_app"]
 
@@ -203,7 +203,7 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(registry.running())
             if mcp is not None:
-                await stack.enter_async_context(mcp.run())
+                await stack.enter_async_context(mcp.running())
             yield
 
     app = _App(
@@ -215,7 +215,7 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    app.state.server = _Server(agent, registry, settings, trajectory_dir)
+    app.state.server = _Server(agent, registry, settings, trajectory_dir, mcp)
     app.state.strategies = list(agent.workspace.strategies)
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
@@ -236,15 +236,15 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     return app
 
 
-def _mcp_sessions(agent: Agent) -> StreamableHTTPSessionManager | None:
+def _mcp_sessions(agent: Agent) -> HTTPSessions | None:
     """The MCP sessions `/mcp` serves; None without the `mcp` extra (no `/mcp` then)."""
     try:
-        from agentrt.mcp.server import session_manager
+        from agentrt.mcp.server import HTTPSessions
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
             raise  # not the extra missing: a bug
         return None
-    return session_manager(agent)
+    return HTTPSessions(agent)
 
 
 _bearer = HTTPBearer(auto_error=False)
@@ -255,7 +255,7 @@ class _MCPEndpoint:
     checked the Host, the body's size, and the token of requests with a body; a GET (the
     stream of server messages) has none, so the token is checked here for every request."""
 
-    def __init__(self, sessions: StreamableHTTPSessionManager) -> None:
+    def __init__(self, sessions: HTTPSessions) -> None:
         self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -266,7 +266,7 @@ class _MCPEndpoint:
             response = await http_exception_handler(request, exc)
             await response(scope, receive, send)
             return
-        await self.sessions.handle_request(scope, receive, send)
+        await self.sessions(scope, receive, send)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +277,8 @@ class _Server:
     registry: RunRegistry
     settings: ServerSettings
     trajectory_dir: Path
+    mcp: HTTPSessions | None
+    """What `/mcp` serves (None without the `mcp` extra)."""
 
 
 def _server(request: Request) -> _Server:

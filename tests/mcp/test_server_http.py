@@ -11,8 +11,10 @@ import anyio
 import httpx
 import httpx2
 import mcp_types as types
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from agentrt import Trajectory
 from agentrt.server import ServerSettings, create_app
@@ -124,4 +126,37 @@ async def test_cancelling_the_call_cancels_the_run(
             tg.cancel_scope.cancel()
         ends = await ended(tmp_path / "trajectories")
         assert seen.cancelled == ["long"]
+    assert [(e.status, e.error) for e in ends] == [("cancelled", "the run was cancelled")]
+
+
+async def test_stopping_the_server_cancels_its_mcp_runs(
+    make_agent: MakeAgent, tmp_path: Path, seen: Any
+) -> None:
+    """A server stopping ends its MCP sessions, a 2025-era client's open stream included, and
+    cancels their runs, which record `run_finished: cancelled`."""
+    napping = anyio.Event()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        if message is not None and message.startswith("calling nap"):
+            napping.set()
+
+    server = serve(make_agent, [call("nap", seconds=60, label="long")]).__enter__()
+    try:
+        http = httpx2.AsyncClient(headers=TOKEN, timeout=30)
+        transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+        async with Client(transport, mode="legacy") as client, anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                with pytest.raises(MCPError):  # the connection closes under the call
+                    await client.call_tool(
+                        "ask_exploratory", {"question": "Nap."}, progress_callback=on_progress
+                    )
+
+            tg.start_soon(ask)
+            await napping.wait()
+            await anyio.to_thread.run_sync(server.stop)
+    finally:
+        server.stop()
+    ends = await ended(tmp_path / "trajectories")
+    assert seen.cancelled == ["long"]
     assert [(e.status, e.error) for e in ends] == [("cancelled", "the run was cancelled")]
