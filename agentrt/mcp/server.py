@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -122,16 +122,19 @@ class AnswerResult(BaseModel):
     """The run's trajectory file, when the agent records them."""
 
 
-def mcp_server(agent: Agent, *, name: str = "agentrt") -> Server[Any]:
+def mcp_server(agent: Agent, *, name: str = "agentrt", max_runs: int | None = None) -> Server[Any]:
     """The MCP server (the SDK's low-level `Server`) whose tools run `agent`.
 
     Serve it over any transport the SDK has; `serve_stdio` and `HTTPSessions` do for stdio and
-    streamable HTTP.
+    streamable HTTP. A call is refused (a tool error saying why) while its session has a run
+    in progress, so that the next question sees the answer, and while `max_runs` runs are.
 
     :param name: the server's name, as hosts show it
+    :param max_runs: runs in progress at once, over every client; None for no limit
     :raises UserError: two strategies whose tool names would be the same
     """
     tools = _tools(agent)
+    live = _Live(max_runs)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -148,7 +151,11 @@ def mcp_server(agent: Agent, *, name: str = "agentrt") -> Server[Any]:
             arguments = AskArguments.model_validate(params.arguments or {})
         except ValidationError as exc:
             return _error(f"invalid arguments for {params.name}: {_summary(exc)}")
-        return await _answer(agent, ctx, arguments, tools[params.name][1])
+        refusal = live.refusal(arguments.session_id)
+        if refusal is not None:
+            return _error(refusal)
+        with live.holding(arguments.session_id):
+            return await _answer(agent, ctx, arguments, tools[params.name][1])
 
     return Server(
         name,
@@ -157,6 +164,41 @@ def mcp_server(agent: Agent, *, name: str = "agentrt") -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+class _Live:
+    """The runs in progress on one server: how many, and in which sessions."""
+
+    def __init__(self, max_runs: int | None) -> None:
+        self.max_runs = max_runs
+        self.runs = 0
+        self.sessions: set[str] = set()
+
+    def refusal(self, session_id: str | None) -> str | None:
+        """Why a run may not start now, or None if it may."""
+        if self.max_runs is not None and self.runs >= self.max_runs:
+            return (
+                f"the server's runs in progress are at its limit ({self.max_runs}); "
+                "retry when one has finished"
+            )
+        if session_id in self.sessions:
+            return (
+                f"session {session_id!r} has a run in progress: wait for its answer, so that "
+                "the next question sees it"
+            )
+        return None
+
+    @contextmanager
+    def holding(self, session_id: str | None) -> Iterator[None]:
+        self.runs += 1
+        if session_id is not None:
+            self.sessions.add(session_id)
+        try:
+            yield
+        finally:
+            self.runs -= 1
+            if session_id is not None:
+                self.sessions.discard(session_id)
 
 
 def _tools(agent: Agent) -> dict[str, tuple[types.Tool, str | None]]:
@@ -326,11 +368,13 @@ class HTTPSessions:
     does (`agentrt.server`).
 
     :param name: the server's name, as hosts show it
+    :param max_runs: runs in progress at once, over every session; None for no limit
     :raises UserError: two strategies whose tool names would be the same
     """
 
-    def __init__(self, agent: Agent, *, name: str = "agentrt") -> None:
-        self._manager = StreamableHTTPSessionManager(app=mcp_server(agent, name=name))
+    def __init__(self, agent: Agent, *, name: str = "agentrt", max_runs: int | None = None) -> None:
+        server = mcp_server(agent, name=name, max_runs=max_runs)
+        self._manager = StreamableHTTPSessionManager(app=server)
         self._closed = anyio.Event()
 
     @asynccontextmanager

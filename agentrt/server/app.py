@@ -196,7 +196,7 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
         keep_finished=settings.keep_finished,
     )
 
-    mcp = _mcp_sessions(agent)
+    mcp = _mcp_sessions(agent, settings.max_runs)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -236,15 +236,16 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     return app
 
 
-def _mcp_sessions(agent: Agent) -> HTTPSessions | None:
-    """The MCP sessions `/mcp` serves; None without the `mcp` extra (no `/mcp` then)."""
+def _mcp_sessions(agent: Agent, max_runs: int) -> HTTPSessions | None:
+    """The MCP sessions `/mcp` serves, their runs limited as the API's are (apart from them);
+    None without the `mcp` extra (no `/mcp` then)."""
     try:
         from agentrt.mcp.server import HTTPSessions
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
             raise  # not the extra missing: a bug
         return None
-    return HTTPSessions(agent)
+    return HTTPSessions(agent, max_runs=max_runs)
 
 
 _bearer = HTTPBearer(auto_error=False)

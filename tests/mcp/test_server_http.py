@@ -30,8 +30,8 @@ def mcp_client(server: LiveServer, headers: dict[str, str] = TOKEN) -> Client:
     return Client(streamable_http_client(f"{server.url}/mcp", http_client=http))
 
 
-def serve(make_agent: MakeAgent, turns: list[Any]) -> LiveServer:
-    app = create_app(make_agent(turns), ServerSettings(tokens=("secret",)))
+def serve(make_agent: MakeAgent, turns: list[Any], max_runs: int = 32) -> LiveServer:
+    app = create_app(make_agent(turns), ServerSettings(tokens=("secret",), max_runs=max_runs))
     return LiveServer(app)
 
 
@@ -160,3 +160,42 @@ async def test_stopping_the_server_cancels_its_mcp_runs(
     ends = await ended(tmp_path / "trajectories")
     assert seen.cancelled == ["long"]
     assert [(e.status, e.error) for e in ends] == [("cancelled", "the run was cancelled")]
+
+
+async def test_busy_session_and_full_server_refuse(make_agent: MakeAgent, seen: Any) -> None:
+    """While a session's run is in progress, another call in it is refused; so is one past
+    the server's limit on runs in progress. Each refusal is a tool error saying why."""
+    turns = [call("nap", seconds=60, label="a"), call("nap", seconds=60, label="b")]
+    with serve(make_agent, turns, max_runs=2) as server:
+        async with mcp_client(server) as client, anyio.create_task_group() as tg:
+            napping = [anyio.Event(), anyio.Event()]
+
+            async def nap(index: int, session_id: str | None) -> None:
+                async def on_progress(value: float, total: float | None, msg: str | None) -> None:
+                    if msg is not None and msg.startswith("calling nap"):
+                        napping[index].set()
+
+                arguments = {"question": "Nap.", "session_id": session_id}
+                await client.call_tool("ask_exploratory", arguments, progress_callback=on_progress)
+
+            tg.start_soon(nap, 0, "s-1")
+            await napping[0].wait()
+            busy = await client.call_tool("ask", {"question": "Again.", "session_id": "s-1"})
+            tg.start_soon(nap, 1, None)
+            await napping[1].wait()
+            full = await client.call_tool("ask", {"question": "One more."})
+            tg.cancel_scope.cancel()
+    assert (busy.is_error, full.is_error) == (True, True)
+    assert busy.content == [
+        types.TextContent(
+            type="text",
+            text="session 's-1' has a run in progress: wait for its answer, so that the next "
+            "question sees it",
+        )
+    ]
+    assert full.content == [
+        types.TextContent(
+            type="text",
+            text="the server's runs in progress are at its limit (2); retry when one has finished",
+        )
+    ]
