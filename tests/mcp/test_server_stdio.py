@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -189,3 +190,18 @@ async def ended(folder: Path) -> list[RunFinishedEvent]:
     return await anyio.to_thread.run_sync(
         lambda: wait_until(lambda: run_finished(folder), "the run to record its end", timeout=30)
     )
+
+
+def test_a_bad_workspace_is_a_usage_error(tmp_path: Path) -> None:
+    """A workspace that is not there: one line on stderr, exit status 2, nothing on stdout (a
+    host reads it as the server having failed to start)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "agentrt", "mcp", "--workspace", "missing", "--model", "demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"error: workspace {tmp_path / 'missing'} is not a folder\n"
