@@ -179,7 +179,8 @@ _STARTED_HEADER = {"X-Run-Id": {"description": "The run's id.", "schema": {"type
 def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     """The server's app over `agent`. Serve it with its lifespan on (uvicorn does).
 
-    :raises UserError: the agent records no trajectories, which the server reads from
+    :raises UserError: the agent records no trajectories, which the server reads from; or two
+        of its strategies would be one MCP tool (`agentrt.mcp.server`)
     """
     settings = settings or ServerSettings()
     trajectory_dir = agent.settings.trajectory_dir
