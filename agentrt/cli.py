@@ -777,6 +777,47 @@ def export_otel(
     )
 
 
+@app.command(name="mcp")
+def mcp_stdio(
+    model: Annotated[str, typer.Option(help=MODEL_HELP)] = "local",
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
+    ] = None,
+    sessions: Annotated[
+        Path | None,
+        typer.Option(help="SQLite file keeping sessions, so that they outlive the server."),
+    ] = None,
+    trajectories: Annotated[
+        Path | None, typer.Option(help="Where to record runs (default: ./trajectories).")
+    ] = Path("trajectories"),
+    record: Annotated[bool, typer.Option(help="Record the trajectories.")] = True,
+) -> None:
+    """Serve the agent as an MCP server over stdin and stdout, as MCP hosts start one: a tool
+    `ask`, and `ask_<strategy>` per strategy. Nothing but protocol frames goes to stdout."""
+    configure_logging()
+    try:
+        from agentrt.mcp.server import mcp_server, serve_stdio
+    except ImportError as exc:
+        err.print(f"[red]error:[/] MCP needs its extra: pip install 'agentrt[mcp]' ({exc})")
+        raise typer.Exit(2) from None
+    with _usage_errors():
+        agent = Agent(
+            workspace=workspace or default_workspace_path(),
+            model=_load_model(model),
+            settings=AgentSettings(
+                trajectory_dir=trajectories if record else None, session_store=sessions
+            ),
+        )
+        server = mcp_server(agent)
+
+    async def main() -> None:
+        await _prepare(agent.model)
+        await agent.prepare()  # the tool index, if retrieval needs one: not in the first call
+        await serve_stdio(server)
+
+    anyio.run(main)
+
+
 @app.command()
 def ingest(
     workspace: Annotated[

@@ -10,6 +10,8 @@ page.
     GET  /trajectories              the trajectory files the server can open
     GET  /                          the web page; /static/… its script and styles
     GET  /openapi.json              the schema
+    POST|GET|DELETE /mcp            the agent as an MCP server, over streamable HTTP (with the
+                                    `mcp` extra; `agentrt.mcp.server`)
 
 Built on the Agent API only: `agent.run(query, session_id=, strategy=)`.
 """
@@ -18,10 +20,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
@@ -29,9 +31,12 @@ from fastapi import Path as PathParam
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.security import HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from agentrt._version import __version__
 from agentrt.agent import Agent
@@ -63,6 +68,9 @@ from agentrt.server.streams import (
     run_chunks,
 )
 from agentrt.server.trajectories import find_trajectory, list_trajectories, read_run
+
+if TYPE_CHECKING:
+    from agentrt.mcp.server import HTTPSessions
 
 __all__ = ["ServerSettings", "create_app"]
 
@@ -171,7 +179,8 @@ _STARTED_HEADER = {"X-Run-Id": {"description": "The run's id.", "schema": {"type
 def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     """The server's app over `agent`. Serve it with its lifespan on (uvicorn does).
 
-    :raises UserError: the agent records no trajectories, which the server reads from
+    :raises UserError: the agent records no trajectories, which the server reads from; or two
+        of its strategies would be one MCP tool (`agentrt.mcp.server`)
     """
     settings = settings or ServerSettings()
     trajectory_dir = agent.settings.trajectory_dir
@@ -188,9 +197,14 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
         keep_finished=settings.keep_finished,
     )
 
+    mcp = _mcp_sessions(agent, settings.max_runs)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with registry.running():
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(registry.running())
+            if mcp is not None:
+                await stack.enter_async_context(mcp.running())
             yield
 
     app = _App(
@@ -202,7 +216,7 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    app.state.server = _Server(agent, registry, settings, trajectory_dir)
+    app.state.server = _Server(agent, registry, settings, trajectory_dir, mcp)
     app.state.strategies = list(agent.workspace.strategies)
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
@@ -216,7 +230,45 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     app.include_router(_api)
     app.get("/", include_in_schema=False)(_page)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    if mcp is not None:
+        app.router.routes.append(
+            Route("/mcp", _MCPEndpoint(mcp), methods=["GET", "POST", "DELETE"])
+        )
     return app
+
+
+def _mcp_sessions(agent: Agent, max_runs: int) -> HTTPSessions | None:
+    """The MCP sessions `/mcp` serves, their runs limited as the API's are (apart from them);
+    None without the `mcp` extra (no `/mcp` then)."""
+    try:
+        from agentrt.mcp.server import HTTPSessions
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
+            raise  # not the extra missing: a bug
+        return None
+    return HTTPSessions(agent, max_runs=max_runs)
+
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+class _MCPEndpoint:
+    """`/mcp`: the MCP SDK's streamable-HTTP app, behind the API's token. `RequestGuard` has
+    checked the Host, the body's size, and the token of requests with a body; a GET (the
+    stream of server messages) has none, so the token is checked here for every request."""
+
+    def __init__(self, sessions: HTTPSessions) -> None:
+        self.sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            authenticate(request, await _bearer(request))
+        except HTTPException as exc:
+            response = await http_exception_handler(request, exc)
+            await response(scope, receive, send)
+            return
+        await self.sessions(scope, receive, send)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +279,8 @@ class _Server:
     registry: RunRegistry
     settings: ServerSettings
     trajectory_dir: Path
+    mcp: HTTPSessions | None
+    """What `/mcp` serves (None without the `mcp` extra)."""
 
 
 def _server(request: Request) -> _Server:

@@ -38,6 +38,8 @@ class Server(uvicorn.Server):
             msg = f"{app!r} is not an app made by agentrt.server.create_app"
             raise TypeError(msg)
         self.registry = registry
+        self.mcp = getattr(server, "mcp", None)
+        """The app's MCP sessions (`/mcp`), None without them."""
         self.stopped_by: int | None = None
         """The first stop signal received, once one has been."""
 
@@ -53,4 +55,6 @@ class Server(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.registry.cancel_all()
+        if self.mcp is not None:
+            self.mcp.close()  # their streams would otherwise be waited for, then cut off
         await super().shutdown(sockets)

@@ -1,0 +1,1 @@
+"""MCP: agentrt as an MCP server (`agentrt.mcp.server`)."""
