@@ -8,7 +8,7 @@
 //     the same transport reconnects to a run (GET /runs/{id}/events), live or recorded
 //   node read_streams.mjs ag-ui <server url> run <query> <strategy>
 //     @ag-ui/client's HttpAgent runs it (its event checks included): prints {result, messages,
-//     events}
+//     events, end} (end: the RUN_FINISHED or RUN_ERROR event)
 //   node read_streams.mjs ag-ui <server url> replay <run id>
 //     the same agent reads a run again (GET /runs/{id}/events)
 import { HttpAgent } from "@ag-ui/client";
@@ -74,8 +74,17 @@ async function readAgUi() {
       : new AgentrtAgent({ url: `${server}/runs?protocol=ag-ui` });
   if (mode !== "replay") agent.addMessage({ id: "q1", role: "user", content: query });
   const events = [];
-  const { result } = await agent.runAgent({}, { onEvent: ({ event }) => events.push(event.type) });
-  return { result, messages: agent.messages, events };
+  let end;
+  const { result } = await agent.runAgent(
+    {},
+    {
+      onEvent: ({ event }) => {
+        events.push(event.type);
+        if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") end = event;
+      },
+    },
+  );
+  return { result, messages: agent.messages, events, end };
 }
 
 const read = { vercel: readVercel, "ag-ui": readAgUi }[protocol];

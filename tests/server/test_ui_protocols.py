@@ -32,6 +32,7 @@ from tests.server.serving import LiveServer, wait_until
 NODE_DIR = ROOT / "tests" / "node"
 SAMPLES = sorted((ROOT / "trajectories" / "samples").rglob("*.jsonl"))
 NAP = {"query": "Take a nap", "strategy": "exploratory"}
+PROTOCOLS = ["vercel", "ag-ui"]
 ag_ui_event: TypeAdapter[Any] = TypeAdapter(AgUiEvent)
 
 
@@ -201,6 +202,46 @@ class TestClients:
         assert results["call_2_1"] == '"Rested."'
         assert (read["events"][0], read["events"][-1]) == ("RUN_STARTED", "RUN_FINISHED")
 
+    def test_failed_and_cancelled_runs(
+        self, node_dir: Path, make_agent: MakeAgent, seen: Any
+    ) -> None:
+        """A run that fails reaches the AI SDK as an `error` and AG-UI as `RUN_ERROR`; one
+        cancelled (read again once it has ended) as a finished message whose call failed, and
+        AG-UI's `cancelled` outcome."""
+        with LiveServer(create_app(make_agent([]))) as server:
+            failed = {
+                p: read_with_node(node_dir, p, server.url, "run", *NAP.values()) for p in PROTOCOLS
+            }
+        error = "ScriptExhausted: scripted model 'scripted' has 0 turn(s) and was asked for turn 1"
+        assert failed["vercel"]["errors"] == [error]
+        assert failed["vercel"]["message"]["metadata"]["status"] == "error"
+        assert failed["ag-ui"]["end"] == {"type": "RUN_ERROR", "message": error, "code": "error"}
+
+        agent = make_agent([call("nap", seconds=60, label="long")])
+        with LiveServer(create_app(agent)) as server, httpx.Client(base_url=server.url) as client:
+            with client.stream("POST", "/runs", json=NAP) as response:
+                run_id = response.headers["x-run-id"]
+                lines = response.iter_lines()  # held: dropping it would disconnect
+                next(x for x in lines if '"type":"tool_started"' in x)
+                assert client.post(f"/runs/{run_id}/cancel").json()["state"] == "cancelled"
+            cancelled = {
+                p: read_with_node(node_dir, p, server.url, "replay", run_id) for p in PROTOCOLS
+            }
+        message = cancelled["vercel"]["message"]
+        assert (cancelled["vercel"]["errors"], message["metadata"]["status"]) == ([], "cancelled")
+        (nap,) = [p for p in message["parts"] if p["type"] == "tool-nap"]
+        assert (nap["state"], nap["errorText"]) == (
+            "output-error",
+            "the run was cancelled while this call was running",
+        )
+        end = cancelled["ag-ui"]["end"]
+        assert (end["type"], end["outcome"], end["result"]["status"]) == (
+            "RUN_FINISHED",
+            {"type": "cancelled"},
+            "cancelled",
+        )
+        assert seen.cancelled == ["long"]
+
     @pytest.mark.parametrize("protocol", ["vercel", "ag-ui"])
     def test_stored_trajectories(
         self, node_dir: Path, make_agent: MakeAgent, tmp_path: Path, protocol: str
@@ -284,6 +325,23 @@ class TestStreams:
         assert [t["delta"] for t in texts] == ["Paris."]
         end = recorded(tmp_path, vercel.headers["x-run-id"])[-1]
         assert frames(vercel.text)[-1] == (str(end.seq), "[DONE]")
+
+    def test_a_session_is_the_thread(self, make_agent: MakeAgent) -> None:
+        """A session's runs stream in a UI protocol too; in AG-UI the session is the thread."""
+        agent = make_agent(["Paris.", "Rome."])
+        with LiveServer(create_app(agent)) as server, httpx.Client(base_url=server.url) as client:
+            runs = [
+                client.post(
+                    "/sessions/trip/messages?protocol=ag-ui",
+                    json={"query": query, "strategy": "direct"},
+                )
+                for query in ("Capital of France?", "And of Italy?")
+            ]
+        for response, answer in zip(runs, ["Paris.", "Rome."], strict=True):
+            started, *_, finished = (json.loads(d) for _, d in frames(response.text))
+            run_id = response.headers["x-run-id"]
+            assert started == {"type": "RUN_STARTED", "threadId": "trip", "runId": run_id}
+            assert (finished["threadId"], finished["result"]["answer"]) == ("trip", answer)
 
     def test_bad_requests(self, make_agent: MakeAgent) -> None:
         """An unknown protocol is a 422 naming the choices; a UI protocol with an `Accept`

@@ -94,7 +94,7 @@ class VercelTranslator:
                 }
                 return [{"type": "start", "messageId": event.run_id, "messageMetadata": meta}]
             case TurnStartedEvent():
-                return [*self._close(), *self._end_step(), {"type": "start-step"}]
+                return [*self._close(), *self._next_step()]
             case TextDeltaEvent():
                 return self._delta("text", event.seq, event.text)
             case ReasoningDeltaEvent():
@@ -141,11 +141,11 @@ class VercelTranslator:
         self._open = None
         return [{"type": f"{kind}-end", "id": part}]
 
-    def _end_step(self) -> list[Chunk]:
-        if not self._step_open:
-            self._step_open = True
-            return []
-        return [{"type": "finish-step"}]
+    def _next_step(self) -> list[Chunk]:
+        """Finish the open step, if any, and start one."""
+        chunks: list[Chunk] = [{"type": "finish-step"}] if self._step_open else []
+        self._step_open = True
+        return [*chunks, {"type": "start-step"}]
 
     def _finish(self, event: RunFinishedEvent) -> list[Chunk]:
         chunks = self._close()
