@@ -8,7 +8,7 @@
 //     the same transport reconnects to a run (GET /runs/{id}/events), live or recorded
 //   node read_streams.mjs ag-ui <server url> run <query> <strategy>
 //     @ag-ui/client's HttpAgent runs it (its event checks included): prints {result, messages,
-//     events, end} (end: the RUN_FINISHED or RUN_ERROR event)
+//     state, events, end} (end: the RUN_FINISHED or RUN_ERROR event)
 //   node read_streams.mjs ag-ui <server url> replay <run id>
 //     the same agent reads a run again (GET /runs/{id}/events)
 import { HttpAgent } from "@ag-ui/client";
@@ -84,7 +84,7 @@ async function readAgUi() {
       },
     },
   );
-  return { result, messages: agent.messages, events, end };
+  return { result, messages: agent.messages, state: agent.state, events, end };
 }
 
 const read = { vercel: readVercel, "ag-ui": readAgUi }[protocol];

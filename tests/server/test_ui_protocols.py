@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from agentrt import Agent, AgentSettings, Event, ScriptedModel, ScriptedTurn, Trajectory
 
@@ -34,6 +34,11 @@ SAMPLES = sorted((ROOT / "trajectories" / "samples").rglob("*.jsonl"))
 NAP = {"query": "Take a nap", "strategy": "exploratory"}
 PROTOCOLS = ["vercel", "ag-ui"]
 ag_ui_event: TypeAdapter[Any] = TypeAdapter(AgUiEvent)
+
+
+class City(BaseModel):
+    name: str
+    population: int
 
 
 def napping_turns() -> list[str | ScriptedTurn]:
@@ -241,6 +246,26 @@ class TestClients:
             "cancelled",
         )
         assert seen.cancelled == ["long"]
+
+    def test_a_typed_output(self, node_dir: Path, tmp_path: Path) -> None:
+        """A typed output as it streams: the AI SDK's message holds one `data-output` part,
+        updated in place; AG-UI's agent state holds it; both end with the output itself."""
+        lyon = {"name": "Lyon", "population": 522000}
+        reads = {}
+        for protocol in PROTOCOLS:
+            model = ScriptedModel(["Lyon has about 522,000 people.", json.dumps(lyon)])
+            settings = AgentSettings(trajectory_dir=tmp_path)
+            agent = Agent(model, output_type=City, settings=settings)
+            with LiveServer(create_app(agent)) as server:
+                reads[protocol] = read_with_node(
+                    node_dir, protocol, server.url, "run", "How many people live in Lyon?"
+                )
+        message = reads["vercel"]["message"]
+        outputs = [p for p in message["parts"] if p["type"] == "data-output"]
+        assert outputs == [{"type": "data-output", "id": "output", "data": lyon}]
+        assert message["metadata"]["output"] == lyon
+        assert reads["ag-ui"]["state"] == {"output": lyon, "valid": True}
+        assert reads["ag-ui"]["result"]["output"] == lyon
 
     @pytest.mark.parametrize("protocol", ["vercel", "ag-ui"])
     def test_stored_trajectories(

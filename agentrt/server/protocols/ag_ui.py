@@ -10,6 +10,7 @@ agentrt's events with the `ag-ui-protocol` package's own types.
     tool_call_invalid            the same, its raw text as the arguments, then TOOL_CALL_RESULT
                                  with the reason the model is told
     tool_finished                TOOL_CALL_RESULT: the output as JSON, or the error
+    output_delta                 STATE_SNAPSHOT {"output": the typed output so far, "valid"}
     run_finished                 the answer as a text message when no text said it; then
                                  RUN_FINISHED (result: status, answer, output, usage, …;
                                  outcome success or cancelled), or RUN_ERROR for `error`
@@ -37,6 +38,7 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
     TextMessageContentEvent,
@@ -103,6 +105,9 @@ class AgUiTranslator:
                 else:
                     content = f"{event.status}: {event.error or 'no result'}"
                 return [_result(run, event.call_id, content)]
+            case ev.OutputDeltaEvent():
+                # The typed output as it is written is the state a UI renders as it grows.
+                return [StateSnapshotEvent(snapshot={"output": event.output, "valid": event.valid})]
             case ev.RunFinishedEvent():
                 return self._finish(event)
         if event.type in _UNSENT:
