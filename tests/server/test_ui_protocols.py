@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import queue
+import re
 import shutil
+import signal
 import subprocess
+import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -24,6 +30,7 @@ pytest.importorskip("ag_ui", reason="needs the server extra")
 
 from ag_ui.core import Event as AgUiEvent
 
+from agentrt.cli import DEMO_QUESTION
 from agentrt.server import ServerSettings, create_app
 from agentrt.server.protocols import AgUiTranslator, VercelTranslator
 from tests.helpers import ROOT, MakeAgent, call, check_stream, finish
@@ -166,6 +173,44 @@ class TestClients:
         assert '"teleport"' in shown[5]["rawInput"]
         data = [p["type"] for p in message["parts"] if p["type"].startswith("data-")]
         assert data[:3] == ["data-classified", "data-strategy-selected", "data-tools-narrowed"]
+
+    def test_agentrt_serve_as_run_from_the_shell(self, node_dir: Path, tmp_path: Path) -> None:
+        """`agentrt serve` itself, a process on a free port with the demo model: the AI SDK
+        reads its run; Ctrl-C stops it."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agentrt", "serve", "--model", "demo", "--port", "0"],
+            cwd=tmp_path,
+            # PYTHONPATH kept: the process runs the agentrt under test.
+            env={"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def drain(stream: IO[str]) -> None:  # all of it: a full pipe would stall the server
+            for line in stream:
+                lines.put(line)
+            lines.put(None)
+
+        assert process.stderr is not None
+        threading.Thread(target=drain, args=(process.stderr,), daemon=True).start()
+        try:
+            url: str | None = None
+            said: list[str] = []
+            while url is None:  # uvicorn names the port once it listens
+                line = lines.get(timeout=60)
+                assert line is not None, f"the server stopped before serving: {''.join(said)}"
+                said.append(line)
+                if found := re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line):
+                    url = found.group(1)
+            read = read_with_node(node_dir, "vercel", url, "run", DEMO_QUESTION)
+        finally:
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=30) == 130
+        message = read["message"]
+        assert (read["errors"], message["metadata"]["status"]) == ([], "ok")
+        texts = [p["text"] for p in message["parts"] if p["type"] == "text"]
+        assert texts[-1].endswith("the square root of 1764 is 42.0.")
 
     def test_the_ag_ui_client_reads_a_run(
         self, node_dir: Path, make_agent: MakeAgent, tmp_path: Path
