@@ -324,6 +324,10 @@ async def _start(
 
 def _stream_format(request: Request, protocol: WireProtocol) -> StreamFormat:
     """The stream format of `protocol` the request accepts (406 when it accepts none)."""
+    for name in request.query_params:
+        # Refused, not ignored: `?protocl=vercel` would otherwise stream agentrt's own events.
+        if name != "protocol":
+            _invalid(("query", name), "unknown query parameter: a stream takes only `protocol`")
     accept = request.headers.get("accept")
     if protocol != "agentrt":
         if negotiate(accept, ("sse",)) is None:

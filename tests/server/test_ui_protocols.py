@@ -414,11 +414,13 @@ class TestStreams:
             assert (finished["threadId"], finished["result"]["answer"]) == ("trip", answer)
 
     def test_bad_requests(self, make_agent: MakeAgent) -> None:
-        """An unknown protocol is a 422 naming the choices; a UI protocol with an `Accept`
-        that refuses SSE is a 406."""
+        """An unknown protocol is a 422 naming the choices, and so is an unknown query
+        parameter (a misspelt `protocol` would stream agentrt's own events); a UI protocol
+        with an `Accept` that refuses SSE is a 406."""
         agent = make_agent([])
         with LiveServer(create_app(agent)) as server, httpx.Client(base_url=server.url) as client:
             unknown = client.post("/runs?protocol=grpc", json=NAP)
+            misspelt = client.get("/runs/nope/events?protocl=vercel")
             ndjson = client.post(
                 "/runs?protocol=vercel", json=NAP, headers={"Accept": "application/x-ndjson"}
             )
@@ -426,6 +428,11 @@ class TestStreams:
         assert unknown.status_code == 422
         assert unknown.json()["detail"] == (
             "invalid request: query.protocol: Input should be 'agentrt', 'ag-ui' or 'vercel'"
+        )
+        assert (misspelt.status_code, misspelt.json()["detail"]) == (
+            422,
+            "invalid request: query.protocl: unknown query parameter: a stream takes only "
+            "`protocol`",
         )
         assert (ndjson.status_code, ndjson.json()) == (
             406,
