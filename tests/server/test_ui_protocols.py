@@ -23,7 +23,15 @@ import httpx
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from agentrt import Agent, AgentSettings, Event, ScriptedModel, ScriptedTurn, Trajectory
+from agentrt import (
+    Agent,
+    AgentSettings,
+    Event,
+    RepairEvent,
+    ScriptedModel,
+    ScriptedTurn,
+    Trajectory,
+)
 
 pytest.importorskip("fastapi", reason="needs the server extra")
 pytest.importorskip("ag_ui", reason="needs the server extra")
@@ -567,3 +575,32 @@ class TestReadme:
             )
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == printed, protocol
+
+
+def test_a_repair_is_a_data_part_and_a_custom_event() -> None:
+    """A pipeline's parameter repair (no stored sample has one) reaches the AI SDK as a
+    `data-repair` part and AG-UI as a `CUSTOM` event, the event's fields as they are."""
+    repair = RepairEvent(
+        run_id="r",
+        seq=7,
+        t=0.5,
+        step="s2",
+        param="column",
+        before="Region",
+        after="region",
+        reason="the column is named in lower case",
+        applied=True,
+    )
+    fields = {
+        "seq": 7,
+        "t": 0.5,
+        "step": "s2",
+        "param": "column",
+        "before": "Region",
+        "after": "region",
+        "reason": "the column is named in lower case",
+        "applied": True,
+    }
+    assert VercelTranslator().chunks(repair) == [{"type": "data-repair", "data": fields}]
+    (custom,) = [ag_ui_event.validate_json(f) for f in AgUiTranslator().frames(repair)]
+    assert (custom.type.value, custom.name, custom.value) == ("CUSTOM", "agentrt.repair", fields)
