@@ -1,7 +1,8 @@
 """Internal. The HTTP app: runs streamed as SSE or NDJSON, their trajectories, sessions, and a web
 page.
 
-    POST /runs                      start a run, stream its events (SSE or NDJSON by Accept)
+    POST /runs                      start a run, stream its events (SSE or NDJSON by Accept;
+                                    AG-UI or the Vercel AI SDK's stream by ?protocol=)
     GET  /runs/{run_id}             its state and trajectory (events so far, or the file)
     GET  /runs/{run_id}/events      stream it again, after Last-Event-ID; live runs are followed
     POST /runs/{run_id}/cancel      cancel it; answers once it has ended
@@ -23,17 +24,18 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import anyio
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from ag_ui.core import Event as AgUiEvent
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -106,6 +108,15 @@ class ServerSettings(BaseModel):
 
 RunId = Annotated[str, PathParam(pattern=ID_PATTERN, description="A run id.")]
 SessionId = Annotated[str, PathParam(pattern=ID_PATTERN, description="A session id.")]
+WireProtocol = Literal["agentrt", "ag-ui", "vercel"]
+"""What a stream speaks (`?protocol=`): agentrt's own events, or a UI protocol's frames."""
+StreamProtocol = Annotated[
+    WireProtocol,
+    Query(
+        description="What the stream speaks: agentrt's own events (SSE or NDJSON, by `Accept`), "
+        "AG-UI events (`ag-ui`) or the Vercel AI SDK's UI message stream (`vercel`), both SSE."
+    ),
+]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "No bearer token, or not one this server accepts."},
@@ -123,25 +134,55 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "No such run or session here."}
 }
+_PROTOCOL_FRAME = {
+    "type": "object",
+    "description": "A frame of a UI protocol (`?protocol=ag-ui` or `vercel`): no `event`, and an "
+    "`id` (the seq of the agentrt event it came from) on the last frame each event gives.",
+    "required": ["data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "data": {
+            "anyOf": [
+                {"const": "[DONE]", "description": "The Vercel stream's last frame."},
+                {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {
+                        "anyOf": [
+                            {"$ref": "#/components/schemas/AgUiEvent"},
+                            {"$ref": "#/components/schemas/UiMessageChunk"},
+                        ]
+                    },
+                },
+            ]
+        },
+    },
+}
 _STREAM_CONTENT = {
     SSE: {
         # One event of the stream (Open API 3.1 reads `schema` of an event stream that way).
         "schema": {
-            "type": "object",
-            "required": ["event", "id", "data"],
-            "properties": {
-                "event": {"type": "string", "description": "The event's `type`."},
-                "id": {
-                    "type": "string",
-                    "pattern": "^[0-9]+$",
-                    "description": "The event's `seq`: send it as `Last-Event-ID` to resume.",
+            "anyOf": [
+                {
+                    "type": "object",
+                    "required": ["event", "id", "data"],
+                    "properties": {
+                        "event": {"type": "string", "description": "The event's `type`."},
+                        "id": {
+                            "type": "string",
+                            "pattern": "^[0-9]+$",
+                            "description": "The event's `seq`: send it as `Last-Event-ID` to "
+                            "resume.",
+                        },
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": {"$ref": "#/components/schemas/Event"},
+                        },
+                    },
                 },
-                "data": {
-                    "type": "string",
-                    "contentMediaType": "application/json",
-                    "contentSchema": {"$ref": "#/components/schemas/Event"},
-                },
-            },
+                _PROTOCOL_FRAME,
+            ]
         },
         "example": 'event: run_started\nid: 0\ndata: {"run_id":…,"seq":0,…}\n\n',
     },
@@ -155,11 +196,15 @@ _STREAM: dict[int | str, dict[str, Any]] = {
         "description": (
             "The run's events, each as the JSON of one `Event` (see `RunInfo.events`): SSE "
             "(`event: <type>`, `id: <seq>`, `data: <json>`) or NDJSON, by `Accept`. The stream "
-            "ends with `run_finished`."
+            "ends with `run_finished`. With `?protocol=ag-ui` or `vercel`, the same run as that "
+            "protocol's SSE frames (`AgUiEvent`s, or `UiMessageChunk`s then `[DONE]`)."
         ),
         "content": _STREAM_CONTENT,
     },
-    406: {"model": ErrorBody, "description": "`Accept` allows neither SSE nor NDJSON."},
+    406: {
+        "model": ErrorBody,
+        "description": "`Accept` allows neither SSE nor NDJSON (nor SSE, for a UI protocol).",
+    },
 }
 _START: dict[int | str, dict[str, Any]] = {
     **_STREAM,
@@ -305,8 +350,9 @@ async def _start(
     query: str,
     session_id: str | None,
     strategy: str | None,
+    protocol: WireProtocol,
 ) -> Response:
-    fmt = _stream_format(request)
+    fmt = _stream_format(request, protocol)
     agent, registry = server.agent, server.registry
     if strategy is not None and strategy not in agent.workspace.strategies:
         known = ", ".join(agent.workspace.strategies)
@@ -330,11 +376,21 @@ async def _start(
     )
 
 
-def _stream_format(request: Request) -> StreamFormat:
-    """The stream format the request accepts (406 when it accepts neither)."""
-    fmt = negotiate(request.headers.get("accept"))
+def _stream_format(request: Request, protocol: WireProtocol) -> StreamFormat:
+    """The stream format of `protocol` the request accepts (406 when it accepts none)."""
+    for name in request.query_params:
+        # Refused, not ignored: `?protocl=vercel` would otherwise stream agentrt's own events.
+        if name != "protocol":
+            _invalid(("query", name), "unknown query parameter: a stream takes only `protocol`")
+    accept = request.headers.get("accept")
+    if protocol != "agentrt":
+        if negotiate(accept, ("sse",)) is None:
+            msg = f"cannot stream as {accept!r}: the {protocol} protocol streams as {SSE}"
+            raise HTTPException(406, msg)
+        return protocol
+    fmt = negotiate(accept)
     if fmt is None:
-        msg = f"cannot stream as {request.headers.get('accept')!r}: accept {SSE} or {NDJSON}"
+        msg = f"cannot stream as {accept!r}: accept {SSE} or {NDJSON}"
         raise HTTPException(406, msg)
     return fmt
 
@@ -346,14 +402,20 @@ def _stream_format(request: Request) -> StreamFormat:
     summary="Start a run and stream its events",
 )
 async def post_run(
-    request: Request, body: RunRequest, caller: CallerDep, server: ServerDep
+    request: Request,
+    body: RunRequest,
+    caller: CallerDep,
+    server: ServerDep,
+    protocol: StreamProtocol = "agentrt",
 ) -> Response:
     """Start a run and stream its events as they happen.
 
     The request owns the run: if the client disconnects before the run ends, the run is
     cancelled (its tools too) and its trajectory ends with `run_finished: cancelled`.
     """
-    return await _start(request, server, caller, body.query, body.session_id, body.strategy)
+    return await _start(
+        request, server, caller, body.query, body.session_id, body.strategy, protocol
+    )
 
 
 @_api.get("/runs/{run_id}", responses=_NOT_FOUND, summary="A run's state and trajectory")
@@ -382,13 +444,15 @@ async def get_run(run_id: RunId, server: ServerDep) -> RunInfo:
     # Read by hand (see `_last_event_id`) for an error that says what the header is for.
     openapi_extra={"parameters": [_LAST_EVENT_ID]},
 )
-async def get_run_events(request: Request, run_id: RunId, server: ServerDep) -> Response:
+async def get_run_events(
+    request: Request, run_id: RunId, server: ServerDep, protocol: StreamProtocol = "agentrt"
+) -> Response:
     """The run's events with `seq` after `Last-Event-ID` (all of them without it), from
     memory while it runs (then followed until it ends) or from its trajectory file.
 
     Unlike the stream that started it, a client leaving this one does not cancel the run.
     """
-    fmt = _stream_format(request)
+    fmt = _stream_format(request, protocol)
     after = _last_event_id(request.headers.get("last-event-id"))
     handle = server.registry.get(run_id)
     if handle is not None and not handle.evicted:
@@ -449,10 +513,11 @@ async def post_message(
     body: MessageRequest,
     caller: CallerDep,
     server: ServerDep,
+    protocol: StreamProtocol = "agentrt",
 ) -> Response:
     """A run in the session (which starts with its first message): it sees the session's
     earlier questions and answers. Streams and cancels as `POST /runs` does."""
-    return await _start(request, server, caller, body.query, session_id, body.strategy)
+    return await _start(request, server, caller, body.query, session_id, body.strategy, protocol)
 
 
 @_api.get("/trajectories", summary="The trajectory files the server can open")
@@ -484,8 +549,27 @@ class _App(FastAPI):
             for name, definition in event.pop("$defs", {}).items():
                 components.setdefault(name, definition)
             components["Event"] = event
+            components.update(_ui_protocol_schemas())
         assert self.openapi_schema is not None
         return self.openapi_schema
+
+
+def _ui_protocol_schemas() -> dict[str, Any]:
+    """The frames of the UI protocols, for the schema: AG-UI's events as its package defines
+    them (named `AgUi…`, apart from agentrt's), the AI SDK's chunks by their `type` only."""
+    ag_ui = TypeAdapter(AgUiEvent).json_schema(
+        by_alias=True, mode="serialization", ref_template="#/components/schemas/AgUi{model}"
+    )
+    schemas = {f"AgUi{name}": definition for name, definition in ag_ui.pop("$defs", {}).items()}
+    schemas["AgUiEvent"] = ag_ui
+    schemas["UiMessageChunk"] = {
+        "type": "object",
+        "description": "A chunk of the Vercel AI SDK's UI message stream (its `ai` package "
+        "defines them).",
+        "required": ["type"],
+        "properties": {"type": {"type": "string"}},
+    }
+    return schemas
 
 
 def _invalid(loc: tuple[str, ...], msg: str) -> NoReturn:

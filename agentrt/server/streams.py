@@ -1,7 +1,14 @@
-"""Internal. Events on the wire: SSE or NDJSON, chosen by `Accept`, from a live run or a file.
+"""Internal. Events on the wire: SSE or NDJSON, chosen by `Accept`, or a UI protocol over SSE
+(`?protocol=`), from a live run or a file.
 
     SSE      event: <type>\\nid: <seq>\\ndata: <event json>\\n\\n     text/event-stream
     NDJSON   <event json>\\n                                         application/x-ndjson
+    ag-ui    data: <AG-UI event json>\\n\\n …                        text/event-stream
+    vercel   data: <UI message chunk json>\\n\\n …                   text/event-stream
+
+A UI protocol's frames carry `id: <seq>` on the last frame an event gives, so that a client
+resumes after `Last-Event-ID` where it stopped: the stream's translator is fed the events up to
+that seq first, unsent, so that it goes on in the state it was in.
 
 Each event goes out as `event.model_dump_json()`: the same JSON as a trajectory line. Events
 that are ready together go out in one chunk. An SSE stream that has been quiet for a while
@@ -20,12 +27,15 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from agentrt.events import Event
+from agentrt.server.protocols import Translator, UiProtocol, translator
+from agentrt.server.protocols.vercel import HEADER as VERCEL_HEADER
 from agentrt.server.runs import RunHandle
 from agentrt.trajectory.format import Trajectory
 
 __all__ = [
     "NDJSON",
     "SSE",
+    "Encoder",
     "EventStream",
     "StreamFormat",
     "encode",
@@ -36,7 +46,8 @@ __all__ = [
 
 SSE = "text/event-stream"
 NDJSON = "application/x-ndjson"
-StreamFormat = Literal["sse", "ndjson"]
+StreamFormat = Literal["sse", "ndjson"] | UiProtocol
+"""agentrt's events as SSE or NDJSON, or a UI protocol's frames (over SSE)."""
 
 _FORMATS: dict[str, StreamFormat] = {
     SSE: "sse",
@@ -52,8 +63,11 @@ _FORMATS: dict[str, StreamFormat] = {
 _FILE_BATCH = 256
 
 
-def negotiate(accept: str | None) -> StreamFormat | None:
-    """The format to stream in for an `Accept` header; None when it allows neither.
+def negotiate(
+    accept: str | None, offered: tuple[StreamFormat, ...] = ("sse", "ndjson")
+) -> StreamFormat | None:
+    """The format to stream in for an `Accept` header, among those `offered`; None when it
+    allows none of them.
 
     The highest `q` wins, the first listed among equals; no header means SSE.
     """
@@ -63,7 +77,7 @@ def negotiate(accept: str | None) -> StreamFormat | None:
     for item in accept.split(","):
         media, *params = (part.strip() for part in item.split(";"))
         fmt = _FORMATS.get(media.lower())
-        if fmt is None:
+        if fmt is None or fmt not in offered:
             continue
         q = 1.0
         for param in params:
@@ -79,11 +93,41 @@ def negotiate(accept: str | None) -> StreamFormat | None:
 
 
 def encode(events: list[Event], fmt: StreamFormat) -> bytes:
+    """agentrt's own events on the wire; a UI protocol's frames need an `Encoder`, which keeps
+    the protocol's state from one batch to the next."""
     if fmt == "ndjson":
         return "".join(e.model_dump_json() + "\n" for e in events).encode()
     return "".join(
         f"event: {e.type}\nid: {e.seq}\ndata: {e.model_dump_json()}\n\n" for e in events
     ).encode()
+
+
+class Encoder:
+    """One stream's events as bytes, batch after batch, in `fmt`."""
+
+    def __init__(self, fmt: StreamFormat) -> None:
+        self.fmt = fmt
+        self._translator: Translator | None = (
+            translator(fmt) if fmt in ("ag-ui", "vercel") else None
+        )
+
+    def skip(self, events: list[Event]) -> None:
+        """Take in the events a client already has (those up to its `Last-Event-ID`)
+        without sending them: a protocol's frames after them depend on them."""
+        if self._translator is not None:
+            for e in events:
+                self._translator.frames(e)
+
+    def encode(self, events: list[Event]) -> bytes:
+        if self._translator is None:
+            return encode(events, self.fmt)
+        out = []
+        for e in events:
+            frames = self._translator.frames(e)
+            if frames:
+                out += [f"data: {f}\n\n" for f in frames[:-1]]
+                out.append(f"id: {e.seq}\ndata: {frames[-1]}\n\n")
+        return "".join(out).encode()
 
 
 def run_chunks(
@@ -99,11 +143,13 @@ def run_chunks(
 async def _follow(
     handle: RunHandle, events: list[Event], after: int, fmt: StreamFormat, keepalive: float
 ) -> AsyncGenerator[bytes, None]:
+    encoder = Encoder(fmt)
+    encoder.skip(events[: after + 1])
     index = after + 1
     while True:
         if index < len(events):
             batch, index = events[index:], len(events)
-            yield encode(batch, fmt)
+            yield encoder.encode(batch)
             continue
         if not handle.live:
             return
@@ -111,16 +157,18 @@ async def _follow(
         # async generators).
         with anyio.move_on_after(keepalive) as quiet:
             await handle.changed()
-        if quiet.cancelled_caught and fmt == "sse":
+        if quiet.cancelled_caught and fmt != "ndjson":
             yield b": keep-alive\n\n"
 
 
 async def file_chunks(path: Path, after: int, fmt: StreamFormat) -> AsyncGenerator[bytes, None]:
     """The events of a recorded run with `seq > after`."""
     trajectory = await anyio.to_thread.run_sync(Trajectory.read, path)
+    encoder = Encoder(fmt)
+    encoder.skip(trajectory.events[: after + 1])
     events = trajectory.events[after + 1 :]
     for start in range(0, len(events), _FILE_BATCH):
-        yield encode(events[start : start + _FILE_BATCH], fmt)
+        yield encoder.encode(events[start : start + _FILE_BATCH])
 
 
 class EventStream(StreamingResponse):
@@ -138,10 +186,13 @@ class EventStream(StreamingResponse):
         on_close: Callable[[], None] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        fixed = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        if fmt == "vercel":
+            fixed[VERCEL_HEADER[0]] = VERCEL_HEADER[1]
         super().__init__(
             chunks,
-            media_type=SSE if fmt == "sse" else NDJSON,
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
+            media_type=NDJSON if fmt == "ndjson" else SSE,
+            headers={**fixed, **(headers or {})},
         )
         self._chunks = chunks
         self._on_close = on_close

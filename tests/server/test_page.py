@@ -256,3 +256,27 @@ def test_open_a_trajectory_file(make_agent: MakeAgent, page: Page, tmp_path: Pat
         page.fill("#paste", header + "\nnot json\n")
         page.click("#open-paste")
         assert page.inner_text("#error").startswith("pasted:2: not JSON (")
+
+
+def test_an_mcp_tool_call_opens_like_any_other(
+    make_agent: MakeAgent, page: Page, tmp_path: Path
+) -> None:
+    """An MCP server's tool is a tool like any other in the events, its name as the catalog
+    gives it (a server prefix, dots and dashes): its bar, chip and details show it the same."""
+    agent = make_agent([call("echo", text="sunny"), finish("It is sunny.")])
+    run_id = record(agent, "Weather?").header.run_id
+    (path,) = tmp_path.glob(f"trajectories/*/{run_id}.jsonl")
+    name = "weather.get-forecast"
+    trajectory = path.read_text().replace('"name":"echo"', f'"name":"{name}"')
+    with LiveServer(create_app(agent)) as server:
+        page.goto(server.url)
+        page.fill("#paste", trajectory)
+        page.click("#open-paste")
+        page.wait_for_selector("#state.ok")
+        (bar,) = bars(page, f"'{name}'")
+        assert bar["status"] == "ok"
+        page.click(f"#timeline g.call[data-call-id={bar['id']}] rect")
+        assert page.inner_text("#details h3") == name
+        assert json.loads(page.inner_text("#details-args")) == {"text": "sunny"}
+        assert json.loads(page.inner_text("#details-result")) == "sunny"
+        assert page.inner_text("#transcript .chip").startswith(name)
