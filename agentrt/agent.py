@@ -28,6 +28,7 @@ from typing_extensions import TypeVar
 
 from agentrt.catalog.builtins import BUILTINS
 from agentrt.catalog.index import ToolIndex, narrow
+from agentrt.catalog.metadata import Registry
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.classify import Unclassified, classify
 from agentrt.events import (
@@ -43,6 +44,9 @@ from agentrt.events import (
 )
 from agentrt.exceptions import AgentrtError, TokenLimitReached, UserError
 from agentrt.execution import Executor
+from agentrt.logs import get_logger
+from agentrt.mcp.client import MCPTools
+from agentrt.mcp.config import MCPServer
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.models.formats import ToolFormat, format_for_name
 from agentrt.output import FINAL_RESULT, OutputSpec, structured_output
@@ -62,6 +66,8 @@ from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
 
 __all__ = ["Agent"]
+
+_log = get_logger("agentrt.agent")
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
@@ -118,6 +124,9 @@ class Agent(Generic[DepsT, OutputT]):
     :param settings: timeouts, limits, where trajectories go
     :param tool_runner: what invokes the tools the model calls; the default runs them, a
         replay passes one that answers from a recording
+    :param mcp_servers: MCP servers whose tools join the workspace's (beside those its
+        `mcp.yaml` declares): started by `async with agent:` (or `await agent.start()`),
+        stopped when it ends (`aclose()`)
     :raises UserError: a tool or output type that cannot be described to a model, two tools of
         one name, a tool whose `ToolContext[D]` does not fit `deps_type`
     """
@@ -134,6 +143,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int = 1,
         settings: AgentSettings | None = None,
         tool_runner: ToolRunner = run_tool,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> None:
         self.model = model
         self.settings = settings or AgentSettings()
@@ -165,10 +175,58 @@ class Agent(Generic[DepsT, OutputT]):
         self._prompts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._settings_json = self.settings.model_dump(mode="json")
         self._index: ToolIndex | None = None
+        self._index_of: Registry | None = None
+        """The registry `_index` was built from."""
         self._index_lock = asyncio.Lock()
         chosen = self.settings.tool_format
         self._tool_format: ToolFormat | None = None if chosen == "auto" else chosen
         """The tool-call format prompts ask for; with `auto`, known from the first run on."""
+        # A workspace whose MCP tools are in already (a replay's) has its servers running.
+        declared = [] if self.workspace.served_tools else self.workspace.mcp_servers
+        self._mcp_servers = [*declared, *mcp_servers]
+        self._mcp: MCPTools | None = None
+        self._base_workspace = self.workspace
+
+    async def start(self) -> None:
+        """Start the agent's MCP servers and add their tools to its catalog (`async with
+        agent:` does this). Does nothing without servers, or when they run already.
+
+        :raises MCPServerError: a server could not start, or names a tool another tool has
+            (the message names the server); none is left running
+        """
+        if self._mcp is not None or not self._mcp_servers:
+            return
+        mcp = MCPTools(self._mcp_servers, list(self._base_workspace.tools), self._mcp_changed)
+        await mcp.start()
+        self._mcp = mcp
+        self._mcp_changed()
+
+    async def aclose(self) -> None:
+        """Stop the agent's MCP servers (no process is left). It may be started again."""
+        mcp, self._mcp = self._mcp, None
+        if mcp is not None:
+            self.workspace = self._base_workspace
+            await mcp.stop()
+
+    async def __aenter__(self) -> Agent[DepsT, OutputT]:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _mcp_changed(self) -> None:
+        """Put the MCP servers' current tools in the catalog; runs already going keep theirs."""
+        assert self._mcp is not None
+        try:
+            self._mcp.check()
+            self.workspace = self._base_workspace.with_served_tools(
+                self._mcp.tools, self._mcp.metadata
+            )
+        except UserError as exc:  # a new tool list that clashes: keep the last good one
+            _log.warning("MCP tools not updated", error=str(exc))
+            return
+        self._prompts.clear()
 
     def run(
         self,
@@ -229,6 +287,13 @@ class Agent(Generic[DepsT, OutputT]):
             msg = "give message_history or session_id, not both: a session keeps its own"
             raise UserError(msg)
         self._check_deps(deps)
+        if self._mcp_servers and self._mcp is None:
+            names = ", ".join(s.name for s in self._mcp_servers)
+            msg = (
+                f"the agent's MCP servers ({names}) are not started: run it inside "
+                "`async with agent:` (or after `await agent.start()`)"
+            )
+            raise UserError(msg)
         try:
             parsed = Scope.parse(scope) if scope is not None else None
         except ValueError as exc:
@@ -380,7 +445,14 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> None:
         """Classify, plan and answer; then make the answer the output type."""
         tool_format = await self._resolve_tool_format()
-        ctx.header = ctx.header.model_copy(update={"tool_format": tool_format})
+        if self._mcp is not None:
+            await self._mcp.settled()
+        ctx.header = ctx.header.model_copy(
+            update={
+                "tool_format": tool_format,
+                "mcp_servers": self.workspace.served,
+            }
+        )
         ctx.emit(
             RunStartedEvent,
             started_at=ctx.header.created,
@@ -555,7 +627,9 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def _tool_index(self) -> ToolIndex:
         async with self._index_lock:
-            if self._index is None:
+            # MCP servers' tools change the registry (`_mcp_changed`): index the current one.
+            if self._index is None or self._index_of is not self.workspace.registry:
+                self._index_of = self.workspace.registry
                 embedder = await anyio.to_thread.run_sync(
                     load_embedder, self.settings.embedding_model
                 )
