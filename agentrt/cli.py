@@ -366,21 +366,24 @@ def _print_replay_summary(
 
 
 def _print_replay(out: Console, report: ReplayReport) -> None:
-    """One run's outcome: a line, and for a difference or an error a second, indented."""
+    """One run's outcome: a line, for a difference or an error a second, indented; and one
+    for each MCP server whose tools changed since the run."""
     path = escape(report.path)
     if report.outcome == "same":
         line = f"[green]same[/]    {path}: no difference in {report.events} events"
         out.print(line, highlight=False)
-        return
-    if report.outcome == "differs":
-        assert report.difference is not None
-        seq = report.difference.seq
-        where = "after the last event" if seq is None else f"at event {seq}"
-        head, detail = f"[red]differs[/] {path}", f"{where}: {report.difference.summary()}"
     else:
-        head, detail = f"[yellow]error[/]   {path}", report.error or ""
-    out.print(head, highlight=False)
-    out.print(" " * 8 + detail, markup=False, highlight=False)
+        if report.outcome == "differs":
+            assert report.difference is not None
+            seq = report.difference.seq
+            where = "after the last event" if seq is None else f"at event {seq}"
+            head, detail = f"[red]differs[/] {path}", f"{where}: {report.difference.summary()}"
+        else:
+            head, detail = f"[yellow]error[/]   {path}", report.error or ""
+        out.print(head, highlight=False)
+        out.print(" " * 8 + detail, markup=False, highlight=False)
+    for change in report.mcp_changes:
+        out.print(" " * 8 + change, markup=False, highlight=False)
 
 
 class EvalBackend(StrEnum):

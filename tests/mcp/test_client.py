@@ -32,6 +32,7 @@ from agentrt import (
 )
 from agentrt.mcp.client import describe_changes
 from agentrt.mcp.config import load_mcp_servers
+from agentrt.trajectory.replay import replay_files
 from tests.helpers import ROOT, TEST_WORKSPACE, call, check_stream, run_python
 
 HERE = Path(__file__).parent
@@ -329,3 +330,23 @@ def test_the_readme_snippet_runs_as_written(tmp_path: Path) -> None:
     assert answer == "5"
     assert len(schema_hash) == 16
     assert done.stderr == ""
+
+
+async def test_a_replay_reports_the_server_whose_tools_changed(tmp_path: Path) -> None:
+    """A run recorded against the test server replays the same against the variant whose
+    `add` takes a third parameter, and the report says that `calc_add`'s schema changed."""
+    folder = workspace_with_calc(tmp_path)
+    turns = [call("calc_add", a=1, b=2), "3"]
+    a = Agent(
+        ScriptedModel(turns),
+        workspace=folder,
+        settings=AgentSettings(trajectory_dir=tmp_path / "trajectories"),
+    )
+    async with a:
+        recorded = await a.run("1 + 2?", strategy="exploratory")
+    assert recorded.status == "ok"
+    assert recorded.path is not None
+    workspace_with_calc(tmp_path, "--variant")
+    (report,) = await replay_files([recorded.path])
+    assert (report.outcome, report.error) == ("same", None)
+    assert report.mcp_changes == ["MCP server 'calc' changed its tools: schema changed: calc_add"]
