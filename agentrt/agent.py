@@ -287,13 +287,6 @@ class Agent(Generic[DepsT, OutputT]):
             msg = "give message_history or session_id, not both: a session keeps its own"
             raise UserError(msg)
         self._check_deps(deps)
-        if self._mcp_servers and self._mcp is None:
-            names = ", ".join(s.name for s in self._mcp_servers)
-            msg = (
-                f"the agent's MCP servers ({names}) are not started: run it inside "
-                "`async with agent:` (or after `await agent.start()`)"
-            )
-            raise UserError(msg)
         try:
             parsed = Scope.parse(scope) if scope is not None else None
         except ValueError as exc:
@@ -364,6 +357,15 @@ class Agent(Generic[DepsT, OutputT]):
     async def _events(
         self, ctx: RunContext, request: _Request, outcome: _Outcome
     ) -> AsyncGenerator[Event, None]:
+        if self._mcp_servers and self._mcp is None:
+            # Checked when the run begins, not when it is made: `agentrt run` makes the run
+            # (checking its arguments) before it starts the servers.
+            names = ", ".join(s.name for s in self._mcp_servers)
+            msg = (
+                f"the agent's MCP servers ({names}) are not started: run it inside "
+                "`async with agent:` (or after `await agent.start()`)"
+            )
+            raise UserError(msg)
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         cancel = anyio.CancelScope()
         ctx.attach(send)

@@ -173,7 +173,7 @@ def run(
         )
     show: Callable[[Event], None] = _print_json if as_json else _Live(Console())
     try:
-        status = anyio.run(_consume, agent.model, events, show)
+        status = anyio.run(_consume, agent, events, show)
     except UserError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -181,14 +181,15 @@ def run(
 
 
 async def _consume(
-    model: Model, events: AsyncIterator[Event], show: Callable[[Event], None]
+    agent: Agent, events: AsyncIterator[Event], show: Callable[[Event], None]
 ) -> str:
-    await _prepare(model)
+    await _prepare(agent.model)
     status = "error"
-    async for event in events:
-        show(event)
-        if isinstance(event, RunFinishedEvent):
-            status = event.status
+    async with agent:  # starts the MCP servers the workspace's mcp.yaml declares, if any
+        async for event in events:
+            show(event)
+            if isinstance(event, RunFinishedEvent):
+                status = event.status
     return status
 
 

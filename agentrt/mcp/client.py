@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import mcp
     import mcp_types
 
-__all__ = ["MCPConnection", "MCPServerError", "MCPTools"]
+__all__ = ["MCPConnection", "MCPServerError", "MCPTools", "describe_changes"]
 
 log = get_logger("agentrt.mcp")
 

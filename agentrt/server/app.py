@@ -190,7 +190,8 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with registry.running():
+        # The agent's MCP servers (code, or the workspace's mcp.yaml) run as long as the app.
+        async with agent, registry.running():
             yield
 
     app = _App(

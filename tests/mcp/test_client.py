@@ -29,6 +29,7 @@ from agentrt import (
     Trajectory,
     UserError,
     WorkspaceError,
+    event_adapter,
 )
 from agentrt.mcp.client import describe_changes
 from agentrt.mcp.config import load_mcp_servers
@@ -68,15 +69,20 @@ def gone(pid: int) -> bool:
     return False
 
 
-def workspace_with_calc(tmp_path: Path, *args: str) -> Path:
-    """A copy of the test workspace whose mcp.yaml declares the test server, prefixed."""
-    folder = tmp_path / "workspace"
-    shutil.copytree(TEST_WORKSPACE, folder, dirs_exist_ok=True)
+def write_mcp_yaml(folder: Path, *args: str) -> None:
+    """An mcp.yaml in `folder` declaring the test server, its tools prefixed `calc_`."""
     (folder / "mcp.yaml").write_text(
         "servers:\n"
         f"  calc:\n    command: {sys.executable}\n    args: [{', '.join([SERVER, *args])}]\n"
         "    prefix: calc_\n    timeout: 5\n    max_concurrency: 2\n"
     )
+
+
+def workspace_with_calc(tmp_path: Path, *args: str) -> Path:
+    """A copy of the test workspace whose mcp.yaml declares the test server."""
+    folder = tmp_path / "workspace"
+    shutil.copytree(TEST_WORKSPACE, folder, dirs_exist_ok=True)
+    write_mcp_yaml(folder, *args)
     return folder
 
 
@@ -90,7 +96,7 @@ class TestStdio:
         async with agent(tmp_path, turns, calc()) as a:
             events = [e async for e in a.run("What is 2 + 3?")]
         check_stream(events)
-        (add, pid) = finished(events)
+        add, pid = sorted(finished(events), key=lambda f: f[0])
         assert add == ("add", "ok", {"result": 5}, None)
         assert gone(pid[2]["result"])
         end = events[-1]
@@ -105,7 +111,7 @@ class TestStdio:
     async def test_a_run_without_starting_the_servers_is_refused(self, tmp_path: Path) -> None:
         a = agent(tmp_path, ["hi"], calc())
         with pytest.raises(UserError, match=r"MCP servers \(calc\) are not started"):
-            a.run("hi")
+            await a.run("hi")
 
     async def test_failures_are_tool_errors_and_the_run_goes_on(self, tmp_path: Path) -> None:
         """An error result, a call past the server's timeout, a server that exits mid-run:
@@ -350,3 +356,64 @@ async def test_a_replay_reports_the_server_whose_tools_changed(tmp_path: Path) -
     (report,) = await replay_files([recorded.path])
     assert (report.outcome, report.error) == ("same", None)
     assert report.mcp_changes == ["MCP server 'calc' changed its tools: schema changed: calc_add"]
+
+
+class TestCommandLine:
+    def command(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentrt", *args],
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    def test_agentrt_run_starts_the_servers_of_mcp_yaml(self, tmp_path: Path) -> None:
+        """The demo run in a copy of the default workspace whose mcp.yaml declares the test
+        server: its tools are in the catalog (the header has their hashes)."""
+        folder = tmp_path / "workspace"
+        for part in ("strategies", "tools", "registry", "prompts"):
+            shutil.copytree(ROOT / part, folder / part)
+        write_mcp_yaml(folder)
+        done = self.command(
+            "run", "--json", "--model", "demo", "--workspace", str(folder), cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        (path,) = (tmp_path / "trajectories").glob("*/*.jsonl")
+        assert "calc_add" in Trajectory.read(path).header.mcp_servers["calc"]
+
+    def test_a_server_that_cannot_start_is_a_usage_error(self, tmp_path: Path) -> None:
+        folder = workspace_with_calc(tmp_path)
+        (folder / "mcp.yaml").write_text("servers:\n  nowhere: {command: agentrt-no-such-server}\n")
+        done = self.command(
+            "run", "hi", "--model", "demo", "--workspace", str(folder), cwd=tmp_path
+        )
+        assert done.returncode == 2
+        assert (
+            "error: MCP server 'nowhere': command 'agentrt-no-such-server' not found" in done.stderr
+        )
+
+
+def test_agentrt_serve_runs_the_servers_as_long_as_the_app(tmp_path: Path) -> None:
+    """The app's lifespan starts the agent's MCP servers: a run over HTTP calls one's tool;
+    when the app stops, so does the server's process."""
+    import httpx
+
+    from agentrt.server import create_app
+    from tests.server.serving import LiveServer
+
+    a = agent(tmp_path, [call("add", a=2, b=3) + call("pid"), "5"], calc())
+    with LiveServer(create_app(a)) as server:
+        response = httpx.post(
+            f"{server.url}/runs",
+            json={"query": "2 + 3?"},
+            headers={"Accept": "application/x-ndjson"},
+            timeout=60,
+        )
+    assert response.status_code == 200, response.text
+    events = [event_adapter.validate_json(line) for line in response.text.splitlines()]
+    add, pid = sorted(finished(events), key=lambda f: f[0])
+    assert add == ("add", "ok", {"result": 5}, None)
+    assert gone(pid[2]["result"])
