@@ -288,6 +288,8 @@ class MCPConnection:
             except Exception as exc:
                 leaf = _leaf(exc)
                 msg = f"{where} failed on {tool!r}: {type(leaf).__name__}: {leaf}"
+                if "Connection closed" in str(leaf):  # the SDK's word for a server gone
+                    msg = f"{where} closed the connection during {tool!r}: it may have exited"
                 raise ToolError(msg) from None
         text = [getattr(c, "text", None) for c in result.content]
         if result.is_error:

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -88,6 +89,17 @@ def build(many: int, variant: bool) -> MCPServer:
         """Wait, blocking the server, for a number of seconds."""
         time.sleep(seconds)
         return "done"
+
+    inflight = [0, 0]  # calls of `overlap` running now, and the most ever at once
+
+    @server.tool()
+    async def overlap(n: int) -> int:
+        """Work a moment on `n`; the most calls of this tool ever running at once."""
+        inflight[0] += 1
+        inflight[1] = max(inflight)
+        await anyio.sleep(0.2)  # the work: other calls may start meanwhile, if let in
+        inflight[0] -= 1
+        return inflight[1]
 
     @server.tool()
     def crash() -> str:

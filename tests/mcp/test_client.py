@@ -139,6 +139,15 @@ class TestStdio:
         assert "Error executing tool fail" in str(errors[0])
         assert "MCP server 'calc'" in str(errors[3])
 
+    async def test_the_servers_concurrency_cap_holds(self, tmp_path: Path) -> None:
+        """Three calls of one turn, which the executor starts at once, capped at one in
+        flight: the server never sees two."""
+        turns = ["".join(call("overlap", n=n) for n in range(3)), "done"]
+        async with agent(tmp_path, turns, calc(max_concurrency=1)) as a:
+            result = await a.run("Overlap.")
+        peaks = [o for _, _, o, _ in finished(result.trajectory.events)]
+        assert peaks == [{"result": 1}] * 3
+
     async def test_invalid_arguments_are_refused_against_the_servers_schema(
         self, tmp_path: Path
     ) -> None:
