@@ -63,9 +63,11 @@ _CODE_INSTRUCTIONS = "<instructions>"
 _NO_CAPABILITIES = CapabilityMap(version=1, capabilities={}, core=[], requirements={})
 """A workspace held in memory declares no capabilities: its tools are offered, not planned."""
 
+_SERVED_ALL = 16
+"""A code-first agent offers its MCP servers' tools all when they are at most this many..."""
 _SERVED_RETRIEVED = 8
-"""A code-first agent offers its MCP servers' tools all when they are at most this many, else
-this many of them: those retrieved for the query."""
+"""...else this many of them: those retrieved for the query (a prompt listing hundreds of
+tools is long, and a model picks worse among them)."""
 
 
 def default_workspace_path() -> Path:
@@ -155,7 +157,7 @@ class Workspace:
         """This workspace with the tools of MCP servers (server name → its tools) in its
         catalog, retrieval finding them by `metadata`. A folder's strategies offer them through
         `retrieve:` (or `tools: all`); a code-first agent's strategy offers them all when they
-        are at most 8, else the 8 retrieved for the query, beside its own tools.
+        are at most 16, else the 8 retrieved for the query, beside its own tools.
 
         :raises WorkspaceError: a tool's name is taken
         """
@@ -173,7 +175,7 @@ class Workspace:
         workspace.served = {
             server: {t.name: t.schema_hash for t in served} for server, served in servers.items()
         }
-        if self.root is None and len(tools) > _SERVED_RETRIEVED:
+        if self.root is None and len(tools) > _SERVED_ALL:
             (only,) = self.strategies.values()
             narrowed = only.model_copy(
                 update={

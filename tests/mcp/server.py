@@ -60,7 +60,7 @@ class Sum(BaseModel):
 
 
 def build(many: int, variant: bool) -> MCPServer:
-    server = MCPServer("agentrt-test")
+    server = MCPServer("agentrt-test", log_level="WARNING")
 
     if variant:
 
@@ -100,6 +100,12 @@ def build(many: int, variant: bool) -> MCPServer:
         await anyio.sleep(0.2)  # the work: other calls may start meanwhile, if let in
         inflight[0] -= 1
         return inflight[1]
+
+    @server.tool()
+    def header(key: str, ctx: Context) -> str:
+        """The value of an HTTP request header (empty over stdio)."""
+        request = ctx.request_context.request
+        return request.headers.get(key, "") if request is not None else ""
 
     @server.tool()
     def crash() -> str:

@@ -33,7 +33,7 @@ from agentrt import (
 )
 from agentrt.mcp.client import describe_changes
 from agentrt.mcp.config import load_mcp_servers
-from agentrt.trajectory.replay import replay_files
+from agentrt.trajectory.replay import replay, replay_files
 from tests.helpers import ROOT, TEST_WORKSPACE, call, check_stream, run_python
 
 HERE = Path(__file__).parent
@@ -203,6 +203,15 @@ class TestBadInput:
             async with agent(tmp_path, [], newer):
                 pass
 
+    async def test_two_servers_naming_one_tool_clash(self, tmp_path: Path) -> None:
+        again = MCPServer.stdio("calc2", sys.executable, [SERVER])
+        with pytest.raises(
+            MCPServerError,
+            match="MCP server 'calc2': its tool 'add' clashes with MCP server 'calc'",
+        ):
+            async with agent(tmp_path, [], calc(), again):
+                pass
+
     async def test_a_server_that_never_answers_is_given_up_on(self, tmp_path: Path) -> None:
         silent = MCPServer.stdio("mute", sys.executable, [BROKEN, "--silent"], start_timeout=2)
         with pytest.raises(MCPServerError, match="MCP server 'mute' did not answer the handshake"):
@@ -259,11 +268,15 @@ class TestHttp:
     async def test_a_run_calls_a_tool_over_streamable_http(
         self, tmp_path: Path, http_server: str
     ) -> None:
-        server = MCPServer.http("remote", http_server, headers={"X-Test": "1"}, prefix="r_")
-        async with agent(tmp_path, [call("r_add", a=20, b=22), "42"], server) as a:
+        server = MCPServer.http("remote", http_server, headers={"X-Test": "yes"}, prefix="r_")
+        turns = [call("r_add", a=20, b=22), call("r_header", key="x-test"), "42"]
+        async with agent(tmp_path, turns, server) as a:
             result = await a.run("20 + 22?")
         check_stream(result.trajectory.events)
-        assert finished(result.trajectory.events) == [("r_add", "ok", {"result": 42}, None)]
+        assert finished(result.trajectory.events) == [
+            ("r_add", "ok", {"result": 42}, None),
+            ("r_header", "ok", {"result": "yes"}, None),
+        ]
         assert "r_add" in result.trajectory.header.mcp_servers["remote"]
 
     async def test_a_server_not_listening(self, tmp_path: Path) -> None:
@@ -365,6 +378,17 @@ async def test_a_replay_reports_the_server_whose_tools_changed(tmp_path: Path) -
     (report,) = await replay_files([recorded.path])
     assert (report.outcome, report.error) == ("same", None)
     assert report.mcp_changes == ["MCP server 'calc' changed its tools: schema changed: calc_add"]
+
+
+async def test_a_code_first_run_replays_the_same_against_the_running_server(
+    tmp_path: Path,
+) -> None:
+    turns = [call("add", a=2, b=3), "5"]
+    async with agent(tmp_path, turns, calc()) as a:
+        recorded = await a.run("2 + 3?")
+        again, difference = await replay(recorded.trajectory, agent=a)
+    assert difference is None
+    assert again.header.mcp_servers == recorded.trajectory.header.mcp_servers
 
 
 class TestCommandLine:
