@@ -31,6 +31,8 @@ from agentrt import (
     WorkspaceError,
     event_adapter,
 )
+from agentrt.eval.questions import EvalQuestion
+from agentrt.eval.runner import EvalSpec, Evaluator
 from agentrt.mcp.client import describe_changes
 from agentrt.mcp.config import load_mcp_servers
 from agentrt.trajectory.replay import replay, replay_files
@@ -403,19 +405,35 @@ class TestCommandLine:
             check=False,
         )
 
-    def test_agentrt_run_starts_the_servers_of_mcp_yaml(self, tmp_path: Path) -> None:
-        """The demo run in a copy of the default workspace whose mcp.yaml declares the test
-        server: its tools are in the catalog (the header has their hashes)."""
+    def default_workspace_with_calc(self, tmp_path: Path) -> Path:
+        """A copy of the default workspace (the demo model's) whose mcp.yaml declares the
+        test server."""
         folder = tmp_path / "workspace"
         for part in ("strategies", "tools", "registry", "prompts"):
             shutil.copytree(ROOT / part, folder / part)
         write_mcp_yaml(folder)
+        return folder
+
+    def test_agentrt_run_starts_the_servers_of_mcp_yaml(self, tmp_path: Path) -> None:
+        """The demo run in a copy of the default workspace whose mcp.yaml declares the test
+        server: its tools are in the catalog (the header has their hashes)."""
+        folder = self.default_workspace_with_calc(tmp_path)
         done = self.command(
             "run", "--json", "--model", "demo", "--workspace", str(folder), cwd=tmp_path
         )
         assert done.returncode == 0, done.stderr
         (path,) = (tmp_path / "trajectories").glob("*/*.jsonl")
         assert "calc_add" in Trajectory.read(path).header.mcp_servers["calc"]
+
+    async def test_an_evaluation_starts_the_servers_of_mcp_yaml(self, tmp_path: Path) -> None:
+        """Each question's agent starts them for its run (the Ray backend runs the same)."""
+        folder = self.default_workspace_with_calc(tmp_path)
+        spec = EvalSpec(model="demo", workspace=folder, output=tmp_path / "eval")
+        question = EvalQuestion(id="root", question="The square root of 1764?")
+        result = await Evaluator(spec).run(question)
+        assert result.trajectory is not None
+        header = Trajectory.read(spec.output / result.trajectory).header
+        assert "calc_add" in header.mcp_servers["calc"]
 
     def test_a_server_that_cannot_start_is_a_usage_error(self, tmp_path: Path) -> None:
         folder = workspace_with_calc(tmp_path)
