@@ -1,6 +1,6 @@
 """A small MCP server for the tests, written with the SDK's `MCPServer`.
 
-    python server.py [--http PORT] [--many N] [--variant] [--exit-at-start]
+    python server.py [--http PORT] [--many N] [--variant] [--exit-at-start] [--pid-file F]
 
 Over stdio by default, over streamable HTTP at `http://127.0.0.1:PORT/mcp` with `--http`.
 `--many N` adds N generated tools (domains × actions), `--variant` changes `add`'s schema.
@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import uvicorn
@@ -155,7 +156,10 @@ def main() -> None:
     parser.add_argument("--many", type=int, default=0)
     parser.add_argument("--variant", action="store_true")
     parser.add_argument("--exit-at-start", action="store_true")
+    parser.add_argument("--pid-file", help="write the process id here once started")
     options = parser.parse_args()
+    if options.pid_file:
+        Path(options.pid_file).write_text(str(os.getpid()))
     if options.exit_at_start:
         print("cannot open the database: no such file", file=sys.stderr)
         sys.exit(2)

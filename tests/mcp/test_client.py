@@ -150,6 +150,29 @@ class TestStdio:
         peaks = [o for _, _, o, _ in finished(result.trajectory.events)]
         assert peaks == [{"result": 1}] * 3
 
+    async def test_a_run_left_mid_call_is_cancelled_and_the_server_serves_on(
+        self, tmp_path: Path
+    ) -> None:
+        """The caller leaves while `hang` runs (a UI that disconnects): the call and the run
+        end `cancelled`; the next run's call is answered."""
+        turns = [call("hang", seconds=600), call("add", a=2, b=2), "4"]
+        async with agent(tmp_path, turns, calc()) as a:
+            async with a.run("Hang.") as run:
+                async for event in run:
+                    if event.type == "tool_started":
+                        break
+            second = await a.run("2 + 2?")
+        assert finished(second.trajectory.events) == [("add", "ok", {"result": 4}, None)]
+        (first,) = [
+            t
+            for t in map(Trajectory.read, (tmp_path / "trajectories").rglob("*.jsonl"))
+            if t.header.query == "Hang."
+        ]
+        check_stream(first.events)
+        assert [(n, s) for n, s, _, _ in finished(first.events)] == [("hang", "cancelled")]
+        assert first.finished is not None
+        assert first.finished.status == "cancelled"
+
     async def test_invalid_arguments_are_refused_against_the_servers_schema(
         self, tmp_path: Path
     ) -> None:
@@ -225,10 +248,12 @@ class TestBadInput:
             """Add, in Python."""
             return a + b
 
-        clashing = agent(tmp_path, [], calc(), tools=[add])
+        pid_file = tmp_path / "calc.pid"
+        clashing = agent(tmp_path, [], calc("--pid-file", str(pid_file)), tools=[add])
         with pytest.raises(MCPServerError, match="MCP server 'calc': its tool 'add' clashes"):
             async with clashing:
                 pass
+        assert gone(int(pid_file.read_text()))  # it had started: it was stopped again
         turns = [call("calc_add", a=1, b=2) + call("add", a=1, b=2), "3"]
         async with agent(tmp_path, turns, calc(prefix="calc_"), tools=[add]) as a:
             result = await a.run("1 + 2?")
