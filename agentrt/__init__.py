@@ -83,6 +83,10 @@ from agentrt.exceptions import (
     WorkspaceError,
 )
 
+# MCP servers whose tools an agent offers (`Agent(mcp_servers=[...])`), and what fails them.
+from agentrt.mcp.client import MCPServerError
+from agentrt.mcp.config import MCPServer
+
 # Models: the interface, what flows through it, and the backends (OpenAIModel below, lazily).
 from agentrt.models import (
     Message,
@@ -134,6 +138,8 @@ __all__ = [
     "GuardEvent",
     "IntentEvent",
     "LocalModel",
+    "MCPServer",
+    "MCPServerError",
     "Message",
     "Model",
     "ModelChunk",

@@ -28,6 +28,7 @@ from typing_extensions import TypeVar
 
 from agentrt.catalog.builtins import BUILTINS
 from agentrt.catalog.index import ToolIndex, narrow
+from agentrt.catalog.metadata import Registry
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.classify import Unclassified, classify
 from agentrt.events import (
@@ -43,6 +44,9 @@ from agentrt.events import (
 )
 from agentrt.exceptions import AgentrtError, TokenLimitReached, UserError
 from agentrt.execution import Executor
+from agentrt.logs import get_logger
+from agentrt.mcp.client import MCPTools
+from agentrt.mcp.config import MCPServer
 from agentrt.models.base import Message, Model, ToolDefinition
 from agentrt.models.formats import ToolFormat, format_for_name
 from agentrt.output import FINAL_RESULT, OutputSpec, structured_output
@@ -65,6 +69,8 @@ if TYPE_CHECKING:
     from agentrt.otel.instrument import Instrumentation, InstrumentationSettings
 
 __all__ = ["Agent"]
+
+_log = get_logger("agentrt.agent")
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
@@ -123,6 +129,9 @@ class Agent(Generic[DepsT, OutputT]):
         replay passes one that answers from a recording
     :param instrument: trace runs as OpenTelemetry GenAI spans (`agentrt.otel`; needs the
         `otel` extra): True for the global tracer provider, or `InstrumentationSettings`
+    :param mcp_servers: MCP servers whose tools join the workspace's (beside those its
+        `mcp.yaml` declares): started by `async with agent:` (or `await agent.start()`),
+        stopped when it ends (`aclose()`)
     :raises UserError: a tool or output type that cannot be described to a model, two tools of
         one name, a tool whose `ToolContext[D]` does not fit `deps_type`
     """
@@ -140,6 +149,7 @@ class Agent(Generic[DepsT, OutputT]):
         settings: AgentSettings | None = None,
         tool_runner: ToolRunner = run_tool,
         instrument: bool | InstrumentationSettings = False,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> None:
         self.model = model
         self._instrumentation = _instrumentation(instrument)
@@ -172,10 +182,58 @@ class Agent(Generic[DepsT, OutputT]):
         self._prompts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._settings_json = self.settings.model_dump(mode="json")
         self._index: ToolIndex | None = None
+        self._index_of: Registry | None = None
+        """The registry `_index` was built from."""
         self._index_lock = asyncio.Lock()
         chosen = self.settings.tool_format
         self._tool_format: ToolFormat | None = None if chosen == "auto" else chosen
         """The tool-call format prompts ask for; with `auto`, known from the first run on."""
+        # A workspace whose MCP tools are in already (a replay's) has its servers running.
+        declared = [] if self.workspace.served_tools else self.workspace.mcp_servers
+        self._mcp_servers = [*declared, *mcp_servers]
+        self._mcp: MCPTools | None = None
+        self._base_workspace = self.workspace
+
+    async def start(self) -> None:
+        """Start the agent's MCP servers and add their tools to its catalog (`async with
+        agent:` does this). Does nothing without servers, or when they run already.
+
+        :raises MCPServerError: a server could not start, or names a tool another tool has
+            (the message names the server); none is left running
+        """
+        if self._mcp is not None or not self._mcp_servers:
+            return
+        mcp = MCPTools(self._mcp_servers, list(self._base_workspace.tools), self._mcp_changed)
+        await mcp.start()
+        self._mcp = mcp
+        self._mcp_changed()
+
+    async def aclose(self) -> None:
+        """Stop the agent's MCP servers (no process is left). It may be started again."""
+        mcp, self._mcp = self._mcp, None
+        if mcp is not None:
+            self.workspace = self._base_workspace
+            await mcp.stop()
+
+    async def __aenter__(self) -> Agent[DepsT, OutputT]:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _mcp_changed(self) -> None:
+        """Put the MCP servers' current tools in the catalog; runs already going keep theirs."""
+        assert self._mcp is not None
+        try:
+            self._mcp.check()
+            self.workspace = self._base_workspace.with_served_tools(
+                self._mcp.tools, self._mcp.metadata
+            )
+        except UserError as exc:  # a new tool list that clashes: keep the last good one
+            _log.warning("MCP tools not updated", error=str(exc))
+            return
+        self._prompts.clear()
 
     def run(
         self,
@@ -309,6 +367,15 @@ class Agent(Generic[DepsT, OutputT]):
     async def _events(
         self, ctx: RunContext, request: _Request, outcome: _Outcome
     ) -> AsyncGenerator[Event, None]:
+        if self._mcp_servers and self._mcp is None:
+            # Checked when the run begins, not when it is made: `agentrt run` makes the run
+            # (checking its arguments) before it starts the servers.
+            names = ", ".join(s.name for s in self._mcp_servers)
+            msg = (
+                f"the agent's MCP servers ({names}) are not started: run it inside "
+                "`async with agent:` (or after `await agent.start()`)"
+            )
+            raise UserError(msg)
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         cancel = anyio.CancelScope()
         ctx.attach(send)
@@ -390,7 +457,14 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> None:
         """Classify, plan and answer; then make the answer the output type."""
         tool_format = await self._resolve_tool_format()
-        ctx.header = ctx.header.model_copy(update={"tool_format": tool_format})
+        if self._mcp is not None:
+            await self._mcp.settled()
+        ctx.header = ctx.header.model_copy(
+            update={
+                "tool_format": tool_format,
+                "mcp_servers": self.workspace.served,
+            }
+        )
         ctx.emit(
             RunStartedEvent,
             started_at=ctx.header.created,
@@ -565,7 +639,9 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def _tool_index(self) -> ToolIndex:
         async with self._index_lock:
-            if self._index is None:
+            # MCP servers' tools change the registry (`_mcp_changed`): index the current one.
+            if self._index is None or self._index_of is not self.workspace.registry:
+                self._index_of = self.workspace.registry
                 embedder = await anyio.to_thread.run_sync(
                     load_embedder, self.settings.embedding_model
                 )

@@ -173,7 +173,7 @@ def run(
         )
     show: Callable[[Event], None] = _print_json if as_json else _Live(Console())
     try:
-        status = anyio.run(_consume, agent.model, events, show)
+        status = anyio.run(_consume, agent, events, show)
     except UserError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -181,14 +181,15 @@ def run(
 
 
 async def _consume(
-    model: Model, events: AsyncIterator[Event], show: Callable[[Event], None]
+    agent: Agent, events: AsyncIterator[Event], show: Callable[[Event], None]
 ) -> str:
-    await _prepare(model)
+    await _prepare(agent.model)
     status = "error"
-    async for event in events:
-        show(event)
-        if isinstance(event, RunFinishedEvent):
-            status = event.status
+    async with agent:  # starts the MCP servers the workspace's mcp.yaml declares, if any
+        async for event in events:
+            show(event)
+            if isinstance(event, RunFinishedEvent):
+                status = event.status
     return status
 
 
@@ -366,21 +367,24 @@ def _print_replay_summary(
 
 
 def _print_replay(out: Console, report: ReplayReport) -> None:
-    """One run's outcome: a line, and for a difference or an error a second, indented."""
+    """One run's outcome: a line, for a difference or an error a second, indented; and one
+    for each MCP server whose tools changed since the run."""
     path = escape(report.path)
     if report.outcome == "same":
         line = f"[green]same[/]    {path}: no difference in {report.events} events"
         out.print(line, highlight=False)
-        return
-    if report.outcome == "differs":
-        assert report.difference is not None
-        seq = report.difference.seq
-        where = "after the last event" if seq is None else f"at event {seq}"
-        head, detail = f"[red]differs[/] {path}", f"{where}: {report.difference.summary()}"
     else:
-        head, detail = f"[yellow]error[/]   {path}", report.error or ""
-    out.print(head, highlight=False)
-    out.print(" " * 8 + detail, markup=False, highlight=False)
+        if report.outcome == "differs":
+            assert report.difference is not None
+            seq = report.difference.seq
+            where = "after the last event" if seq is None else f"at event {seq}"
+            head, detail = f"[red]differs[/] {path}", f"{where}: {report.difference.summary()}"
+        else:
+            head, detail = f"[yellow]error[/]   {path}", report.error or ""
+        out.print(head, highlight=False)
+        out.print(" " * 8 + detail, markup=False, highlight=False)
+    for change in report.mcp_changes:
+        out.print(" " * 8 + change, markup=False, highlight=False)
 
 
 class EvalBackend(StrEnum):
@@ -812,8 +816,9 @@ def mcp_stdio(
 
     async def main() -> None:
         await _prepare(agent.model)
-        await agent.prepare()  # the tool index, if retrieval needs one: not in the first call
-        await serve_stdio(server)
+        async with agent:  # the workspace's own MCP servers (mcp.yaml), while this one serves
+            await agent.prepare()  # the tool index, if retrieval needs one: not in the first call
+            await serve_stdio(server)
 
     anyio.run(main)
 

@@ -8,6 +8,8 @@
                              pipeline.yaml, the `pipeline` planner's vocabulary
         prompts/*.j2         jinja2 templates: the engine's prompts and strategy instructions
         contexts.yaml        (optional) knowledge bases (see `agentrt.contexts`)
+        mcp.yaml             (optional) MCP servers whose tools join the catalog once the agent
+                             starts them (see `agentrt.mcp.config`)
 
 The default workspace is the one this repository ships (inside the wheel once installed). A
 user's workspace may leave out `prompts/` entries: the default's are used for any it lacks.
@@ -15,18 +17,26 @@ user's workspace may leave out `prompts/` entries: the default's are used for an
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrt.catalog.metadata import CapabilityMap, Registry, derive_metadata, load_registry
+from agentrt.catalog.metadata import (
+    CapabilityMap,
+    Registry,
+    ToolMetadata,
+    derive_metadata,
+    load_registry,
+)
 from agentrt.catalog.packs import ToolCatalog, load_tool_packs
 from agentrt.contexts import KnowledgeConfig, load_knowledge_config
 from agentrt.exceptions import UserError, WorkspaceError
+from agentrt.mcp.config import MCPServer, load_mcp_servers
 from agentrt.strategy import (
     PipelineStrategy,
     PipelineVocabulary,
@@ -52,6 +62,12 @@ _CODE_INSTRUCTIONS = "<instructions>"
 
 _NO_CAPABILITIES = CapabilityMap(version=1, capabilities={}, core=[], requirements={})
 """A workspace held in memory declares no capabilities: its tools are offered, not planned."""
+
+_SERVED_ALL = 16
+"""A code-first agent offers its MCP servers' tools all when they are at most this many..."""
+_SERVED_RETRIEVED = 8
+"""...else this many of them: those retrieved for the query (a prompt listing hundreds of
+tools is long, and a model picks worse among them)."""
 
 
 def default_workspace_path() -> Path:
@@ -135,6 +151,47 @@ class Workspace:
             raise UserError(msg)
         return Workspace(self.root, tools=[*(self.tools[n] for n in self.code_tools), *tools])
 
+    def with_served_tools(
+        self, servers: Mapping[str, Sequence[Tool]], metadata: Sequence[ToolMetadata]
+    ) -> Workspace:
+        """This workspace with the tools of MCP servers (server name → its tools) in its
+        catalog, retrieval finding them by `metadata`. A folder's strategies offer them through
+        `retrieve:` (or `tools: all`); a code-first agent's strategy offers them all when they
+        are at most 16, else the 8 retrieved for the query, beside its own tools.
+
+        :raises WorkspaceError: a tool's name is taken
+        """
+        tools = [t for served in servers.values() for t in served]
+        workspace = copy.copy(self)
+        workspace.__dict__.pop("fingerprint", None)
+        base = [self.tools[n] for n in self.tools if n not in self.served_tools]
+        workspace.tools = ToolCatalog([*base, *tools])
+        described = {n: m for n, m in self.registry.tools.items() if n not in self.served_tools}
+        workspace.registry = Registry(
+            {**described, **{m.name: m for m in metadata}},
+            self.registry.capabilities,
+            self.registry.cues,
+        )
+        workspace.served = {
+            server: {t.name: t.schema_hash for t in served} for server, served in servers.items()
+        }
+        if self.root is None and len(tools) > _SERVED_ALL:
+            (only,) = self.strategies.values()
+            narrowed = only.model_copy(
+                update={
+                    "tools": [],
+                    "retrieve": _SERVED_RETRIEVED,
+                    "max_tools": len(self.code_tools) + _SERVED_RETRIEVED,
+                }
+            )
+            workspace.strategies = {only.name: narrowed}
+        return workspace
+
+    @property
+    def served_tools(self) -> list[str]:
+        """The names of the tools of MCP servers."""
+        return [name for tools in self.served.values() for name in tools]
+
     def _assemble(
         self,
         root: Path | None,
@@ -157,6 +214,11 @@ class Workspace:
         self.tools = tools
         self.code_tools = [t.name for t in code_tools]
         """The tools given in code: every strategy offers them."""
+        self.served: dict[str, dict[str, str]] = {}
+        """The tools of MCP servers (`with_served_tools`): server name → tool name → schema
+        hash, as a trajectory's header records them."""
+        self.mcp_servers: list[MCPServer] = load_mcp_servers(root) if root else []
+        """The MCP servers `mcp.yaml` declares: an agent starts them."""
         self.registry = registry
         self.pipeline = pipeline
         """The `pipeline` planner's vocabulary, if the workspace has one."""

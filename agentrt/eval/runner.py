@@ -77,7 +77,8 @@ class Evaluator:
         agent = Agent(
             workspace=self.workspace, model=self.models(), settings=self.spec.agent_settings
         )
-        return await run_question(agent, question, relative_to=self.spec.output)
+        async with agent:  # the MCP servers of the workspace's mcp.yaml, for this question
+            return await run_question(agent, question, relative_to=self.spec.output)
 
 
 async def run_question(

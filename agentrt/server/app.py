@@ -247,6 +247,7 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            await stack.enter_async_context(agent)  # its MCP servers run as long as the app
             await stack.enter_async_context(registry.running())
             if mcp is not None:
                 await stack.enter_async_context(mcp.running())

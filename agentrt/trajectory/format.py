@@ -73,6 +73,9 @@ class TrajectoryHeader(BaseModel):
     """The strategy chosen; None when the run ended before choosing."""
     tools: dict[str, str] = {}
     """The tools offered to the model: name → schema hash."""
+    mcp_servers: dict[str, dict[str, str]] = {}
+    """Every tool of each MCP server the agent had started: server name → tool name → schema
+    hash, so that a replay can say which server's tools changed since."""
     settings: dict[str, Any] = {}
     deps_type: str | None = None
     """The type of the deps the run's tools were given (its name: never the value)."""

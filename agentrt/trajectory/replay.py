@@ -61,6 +61,7 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.exceptions import ScriptExhausted, ToolError, UserError
+from agentrt.mcp.client import describe_changes
 from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel, ScriptedTurn
 from agentrt.settings import AgentSettings
@@ -156,6 +157,9 @@ class ReplayReport(BaseModel):
     """The first difference, when the outcome is `differs`."""
     error: str | None = None
     """Why the run could not be replayed, when the outcome is `error`."""
+    mcp_changes: list[str] = []
+    """How the MCP servers' tools changed since the run (`describe_changes`): a likely cause
+    of a difference."""
 
 
 def recorded_model(trajectory: Trajectory) -> ScriptedModel:
@@ -292,9 +296,11 @@ async def replay(
             {"output_type": agent.output.type, "deps_type": agent.deps_type} if agent else {}
         )
         again_agent = Agent(model, workspace=loaded, settings=settings, tool_runner=runner, **like)
-        result = await again_agent.run(
-            header.query, session_id=header.session_id, strategy=forced, deps=deps
-        )
+        # A workspace loaded from its folder brings the MCP servers its mcp.yaml declares.
+        async with again_agent:
+            result = await again_agent.run(
+                header.query, session_id=header.session_id, strategy=forced, deps=deps
+            )
     again = result.trajectory
     unasked: set[str] = set()
     if tools == "recorded":
@@ -445,7 +451,7 @@ async def _replay_file(
         root = str(workspace if workspace is not None else trajectory.header.workspace)
         if root not in loaded:
             loaded[root] = Workspace(root)
-        _, difference = await replay(trajectory, workspace=loaded[root], tools=tools)
+        again, difference = await replay(trajectory, workspace=loaded[root], tools=tools)
     except (OSError, ValueError, UserError) as exc:
         return ReplayReport(path=str(path), outcome="error", error=str(exc))
     return ReplayReport(
@@ -453,6 +459,7 @@ async def _replay_file(
         outcome="same" if difference is None else "differs",
         events=len(trajectory.events),
         difference=difference,
+        mcp_changes=describe_changes(trajectory.header.mcp_servers, again.header.mcp_servers),
     )
 
 
