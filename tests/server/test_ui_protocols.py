@@ -227,8 +227,9 @@ class TestClients:
     def test_the_ag_ui_client_reads_a_run(
         self, node_dir: Path, make_agent: MakeAgent, tmp_path: Path
     ) -> None:
-        """`HttpAgent` runs it, checking every event as it comes: the run's messages (text,
-        the tool calls on the text of their turn, each result, the answer) and its result."""
+        """The stock `HttpAgent` runs it on `POST /ag-ui`, checking every event as it comes:
+        the run's messages (text, the tool calls on the text of their turn, each result, the
+        answer) and its result."""
         agent = make_agent(napping_turns())
         with LiveServer(create_app(agent)) as server:
             read = read_with_node(node_dir, "ag-ui", server.url, "run", *NAP.values())
