@@ -252,8 +252,8 @@ class TestRefusals:
         assert not_json.status_code == 422
 
     def test_a_taken_run_id_and_a_busy_thread(self, make_agent: MakeAgent) -> None:
-        """A run id already used (its trajectory names it) is a 409, and so is a thread with a
-        run in progress."""
+        """A run id already used, by a run that has ended (its trajectory names it) or one in
+        progress, is a 409, and so is a thread with a run in progress."""
         agent = make_agent(["Paris.", call("nap", seconds=60, label="long")])
         with LiveServer(create_app(agent)) as server, httpx.Client(base_url=server.url) as client:
             done = client.post("/ag-ui", json=agent_input(user("Capital of France?")))
@@ -265,6 +265,9 @@ class TestRefusals:
                 lines = response.iter_lines()  # held: dropping it would disconnect
                 next(x for x in lines if "agentrt.tool_started" in x)
                 busy = client.post("/ag-ui", json=agent_input(user("Hi"), runId="run-3"))
+                live = client.post(
+                    "/ag-ui", json=agent_input(user("Hi"), threadId="third", runId="run-2")
+                )
                 assert client.post("/runs/run-2/cancel").status_code == 200
         assert done.status_code == 200
         assert (again.status_code, again.json()["detail"]) == (
@@ -272,4 +275,8 @@ class TestRefusals:
             "run id 'run-1' is taken: a run's id names its trajectory, give a new one",
         )
         assert busy.status_code == 409
+        assert (live.status_code, live.json()["detail"]) == (
+            409,
+            "run id 'run-2' is taken: a run's id names its trajectory, give a new one",
+        )
         assert "session 'thread-1' has a run in progress (run-2)" in busy.json()["detail"]
