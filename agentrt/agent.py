@@ -15,9 +15,10 @@ import asyncio
 import functools
 import json
 import math
+import re
 import secrets
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, get_origin
@@ -88,6 +89,12 @@ class _Request:
     history: list[Message] | None
     """Given by the caller (`message_history`), or None for the session's."""
     deps: Any
+    run_id: str | None = None
+    """Given by the caller, or None for a new one."""
+
+
+# A run id names its trajectory file: no slash and no leading dot (the server's `ID_PATTERN`).
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
 @dataclass(slots=True)
@@ -244,6 +251,7 @@ class Agent(Generic[DepsT, OutputT]):
         session_id: str | None = None,
         strategy: str | None = None,
         scope: Sequence[str] | None = None,
+        run_id: str | None = None,
     ) -> AgentRun[OutputT]:
         """Run the agent on `query`: `await` it for the `RunResult`, or iterate it for every
         event, the last `run_finished` (see `AgentRun`).
@@ -255,10 +263,22 @@ class Agent(Generic[DepsT, OutputT]):
         :param strategy: skip classification and use this strategy
         :param scope: restrict retrieval to these contexts (`"context"`) or items
             (`"context/item"`); tools receive it, and the model is told
+        :param run_id: the run's id (it names the trajectory file), for a caller that has one
+            already (an AG-UI client's `runId`); a new one by default. Keeping ids unique is
+            the caller's part
         :raises UserError: the query is empty, the strategy unknown, the scope malformed, the
-            deps missing or of the wrong type (before anything runs)
+            deps missing or of the wrong type, the run id not one a file can be named by
+            (before anything runs)
         """
         request = self._request(query, session_id, strategy, scope, message_history, deps)
+        if run_id is not None:
+            if not _RUN_ID.fullmatch(run_id):
+                msg = (
+                    f"run id {run_id!r} cannot name a trajectory file: 1 to 128 letters, digits "
+                    "and `._:-`, starting with a letter or digit"
+                )
+                raise UserError(msg)
+            request = replace(request, run_id=run_id)
         ctx = self._new_run(request)
         outcome = _Outcome()
         return AgentRun(
@@ -331,7 +351,9 @@ class Agent(Generic[DepsT, OutputT]):
         )
 
     def _new_run(self, request: _Request) -> RunContext:
-        run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+        run_id = request.run_id or (
+            datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+        )
         writer = None
         if self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))

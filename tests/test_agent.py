@@ -181,6 +181,17 @@ class TestApi:
             UserError, match=r"no strategy 'nope' \(known: direct, exploratory, planned"
         ):
             agent.run("Hi", strategy="nope")
+        with pytest.raises(UserError, match=r"run id '\.\./up' cannot name a trajectory file"):
+            agent.run("Hi", run_id="../up")
+
+    async def test_a_given_run_id(self, make_agent: MakeAgent) -> None:
+        """A run id the caller has (an AG-UI client's) is the run's, and its file's name."""
+        agent = make_agent(["Hello."])
+        result = await agent.run("Hi", strategy="direct", run_id="client-run-1")
+        assert result.trajectory.header.run_id == "client-run-1"
+        assert {e.run_id for e in result.trajectory.events} == {"client-run-1"}
+        assert result.path is not None
+        assert result.path.name == "client-run-1.jsonl"
 
     async def test_session_history(self, make_agent: MakeAgent) -> None:
         """A run in a session sees the session's earlier questions and answers."""

@@ -8,6 +8,8 @@ page.
     POST /runs/{run_id}/cancel      cancel it; answers once it has ended
     GET  /sessions/{session_id}     the session's runs
     POST /sessions/{session_id}/messages   continue the session: a run, streamed as above
+    POST /ag-ui                     an AG-UI `RunAgentInput` (what `HttpAgent` posts): a run
+                                    in the thread's session, streamed as AG-UI events
     GET  /trajectories              the trajectory files the server can open
     GET  /                          the web page; /static/… its script and styles
     GET  /openapi.json              the schema
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import anyio
 from ag_ui.core import Event as AgUiEvent
+from ag_ui.core import RunAgentInput
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exception_handlers import http_exception_handler
@@ -44,6 +47,8 @@ from agentrt._version import __version__
 from agentrt.agent import Agent
 from agentrt.events import event_adapter
 from agentrt.exceptions import UserError
+from agentrt.models.base import Message
+from agentrt.server.ag_ui_endpoint import InputError, read_input
 from agentrt.server.auth import Caller, CallerDep, authenticate, token_keys
 from agentrt.server.guard import RequestGuard
 from agentrt.server.runs import Refusal, RunRegistry
@@ -344,6 +349,15 @@ async def _page() -> FileResponse:
     return FileResponse(STATIC / "index.html")
 
 
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """What an AG-UI client gives besides the question (`POST /ag-ui`)."""
+
+    run_id: str
+    history: list[Message]
+    """What the session starts from, if it is new."""
+
+
 async def _start(
     request: Request,
     server: _Server,
@@ -352,8 +366,9 @@ async def _start(
     session_id: str | None,
     strategy: str | None,
     protocol: WireProtocol,
+    given: _Given | None = None,
 ) -> Response:
-    fmt = _stream_format(request, protocol)
+    fmt = _stream_format(request, protocol, ("protocol",) if given is None else ())
     agent, registry = server.agent, server.registry
     if strategy is not None and strategy not in agent.workspace.strategies:
         known = ", ".join(agent.workspace.strategies)
@@ -361,13 +376,20 @@ async def _start(
     refusal = registry.admit(caller, session_id)
     if refusal is not None:
         return _refused(refusal)
+    run_id = None
+    if given is not None:
+        assert session_id is not None
+        run_id = _claim(server, given, session_id)
     try:
-        events = agent.run(query, session_id=session_id, strategy=strategy)
+        events = agent.run(query, session_id=session_id, strategy=strategy, run_id=run_id)
     except UserError as exc:
         _invalid(("body",), str(exc))
-    handle = registry.start(events, query=query, session_id=session_id, caller=caller)
+    handle = registry.start(
+        events, query=query, session_id=session_id, caller=caller, run_id=run_id
+    )
     await handle.started.wait()
-    if handle.run_id is None:  # cancelled before its first event: only at shutdown
+    # Cancelled before its first event: only at shutdown.
+    if handle.run_id is None or not (handle.events or handle.evicted):
         raise HTTPException(503, "the server is shutting down")
     return EventStream(
         run_chunks(handle, -1, fmt, server.settings.keepalive),
@@ -377,12 +399,29 @@ async def _start(
     )
 
 
-def _stream_format(request: Request, protocol: WireProtocol) -> StreamFormat:
+def _claim(server: _Server, given: _Given, session_id: str) -> str:
+    """The run id an AG-UI client gave, once known to be new (409 if not); a new session
+    starts from the thread's history. Called with no await until the run is registered."""
+    run_id = given.run_id
+    if server.registry.get(run_id) or find_trajectory(server.trajectory_dir, run_id):
+        msg = f"run id {run_id!r} is taken: a run's id names its trajectory, give a new one"
+        raise HTTPException(409, msg)
+    session = server.agent.sessions.get(session_id)
+    if given.history and not session.messages:
+        session.messages = list(given.history)
+        server.agent.sessions.put(session)
+    return run_id
+
+
+def _stream_format(
+    request: Request, protocol: WireProtocol, params: tuple[str, ...] = ("protocol",)
+) -> StreamFormat:
     """The stream format of `protocol` the request accepts (406 when it accepts none)."""
     for name in request.query_params:
         # Refused, not ignored: `?protocl=vercel` would otherwise stream agentrt's own events.
-        if name != "protocol":
-            _invalid(("query", name), "unknown query parameter: a stream takes only `protocol`")
+        if name not in params:
+            takes = "a stream takes only `protocol`" if params else "this endpoint takes none"
+            _invalid(("query", name), f"unknown query parameter: {takes}")
     accept = request.headers.get("accept")
     if protocol != "agentrt":
         if negotiate(accept, ("sse",)) is None:
@@ -521,6 +560,45 @@ async def post_message(
     return await _start(request, server, caller, body.query, session_id, body.strategy, protocol)
 
 
+@_api.post(
+    "/ag-ui",
+    response_class=Response,
+    responses={
+        **_START,
+        200: {**_START[200], "headers": _STARTED_HEADER},
+        409: {
+            "model": ErrorBody,
+            "description": "The thread has a run in progress, or the run id is taken.",
+        },
+        422: {
+            "model": ValidationErrorBody,
+            "description": "The body is not a `RunAgentInput`, or one agentrt cannot run: a "
+            "`threadId` or `runId` that is not an agentrt id, no user message last, a question "
+            "empty or not text, an unknown `forwardedProps.strategy`, or non-empty `tools`, "
+            "`context` or `resume`.",
+        },
+    },
+    summary="Run an AG-UI RunAgentInput in its thread and stream AG-UI events",
+)
+async def post_ag_ui(
+    request: Request, body: RunAgentInput, caller: CallerDep, server: ServerDep
+) -> Response:
+    """What `@ag-ui/client`'s `HttpAgent` posts, as it posts it: the last message (a user's)
+    is the question, `threadId` the session (its earlier messages seed a new one), `runId`
+    the run's id, `forwardedProps.strategy` a strategy to use. Non-empty `tools`, `context` or
+    `resume` are refused: agentrt cannot call a client's tools, take ambient context or resume
+    an interrupt. Streams the run as `POST /runs?protocol=ag-ui` does, and a client that leaves
+    cancels it."""
+    try:
+        run = read_input(body, server.agent.workspace.strategies)
+    except InputError as exc:
+        _invalid(exc.loc, exc.msg)
+    given = _Given(run.run_id, run.history)
+    return await _start(
+        request, server, caller, run.query, run.session_id, run.strategy, "ag-ui", given
+    )
+
+
 @_api.get("/trajectories", summary="The trajectory files the server can open")
 async def get_trajectories(server: ServerDep) -> TrajectoryList:
     """The most recent trajectory files in the server's trajectory folder, newest first;
@@ -573,7 +651,7 @@ def _ui_protocol_schemas() -> dict[str, Any]:
     return schemas
 
 
-def _invalid(loc: tuple[str, ...], msg: str) -> NoReturn:
+def _invalid(loc: tuple[str | int, ...], msg: str) -> NoReturn:
     """Refuse a request as its validation would (422, `ValidationErrorBody`)."""
     raise RequestValidationError([{"loc": loc, "msg": msg, "type": "value_error"}])
 

@@ -202,16 +202,21 @@ class RunRegistry:
         query: str,
         session_id: str | None,
         caller: str | None,
+        run_id: str | None = None,
     ) -> RunHandle:
         """Consume `events` (a run just made by `Agent.run`) in a task of the registry.
 
         Call `admit` first, with no await in between: the run counts against the limits from
-        here on.
+        here on. A `run_id` the caller chose (`Agent.run(run_id=…)`) is taken at once, so that
+        `get` finds it before the first event, and a second run cannot be given it meanwhile.
         """
         if self._tg is None:
             msg = "the run registry is not running: serve the app with its lifespan on"
             raise RuntimeError(msg)
         handle = RunHandle(query, session_id, caller)
+        if run_id is not None:
+            handle.run_id = run_id
+            self._runs[run_id] = handle
         self._live.add(handle)
         if caller is not None:
             self._per_caller[caller] += 1
@@ -225,7 +230,7 @@ class RunRegistry:
         try:
             with handle._scope:
                 async for event in events:
-                    if handle.run_id is None:
+                    if not handle.started.is_set():
                         handle.run_id = event.run_id
                         self._runs[event.run_id] = handle
                         handle.started.set()
@@ -271,7 +276,10 @@ class RunRegistry:
                 del self._per_caller[handle.caller]
         if handle.session_id is not None and self._session_live.get(handle.session_id) is handle:
             del self._session_live[handle.session_id]
-        if handle.run_id is not None:
+        if not handle.events:  # no run came of it (shutdown): forget the id it was given
+            if handle.run_id is not None:
+                self._runs.pop(handle.run_id, None)
+        elif handle.run_id is not None:
             self._finished.append(handle)
             while len(self._finished) > self.keep_finished:
                 old = self._finished.popleft()

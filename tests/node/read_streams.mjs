@@ -7,16 +7,24 @@
 //   node read_streams.mjs vercel <server url> replay <run id>
 //     the same transport reconnects to a run (GET /runs/{id}/events), live or recorded
 //   node read_streams.mjs ag-ui <server url> run <query> <strategy>
-//     @ag-ui/client's HttpAgent runs it (its event checks included): prints {result, messages,
-//     state, events, end} (end: the RUN_FINISHED or RUN_ERROR event)
+//     @ag-ui/client's HttpAgent, as it comes (POST /ag-ui), runs it (its event checks
+//     included): prints {result, messages, state, events, end} (end: the RUN_FINISHED or
+//     RUN_ERROR event)
+//   node read_streams.mjs ag-ui <server url> thread <query> <query> <strategy>
+//     the same agent runs one question, then the next on the same thread: prints
+//     {threadId, runs: [{runId, result, events, end}, …], messages}
 //   node read_streams.mjs ag-ui <server url> replay <run id>
-//     the same agent reads a run again (GET /runs/{id}/events)
+//     the agent reads a run again (GET /runs/{id}/events?protocol=ag-ui)
+//
+// With AGENTRT_TOKEN set, the agents send it as a bearer token.
 import { HttpAgent } from "@ag-ui/client";
 import { DefaultChatTransport, readUIMessageStream } from "ai";
 
 const [protocol, server, mode, ...rest] = process.argv.slice(2);
 const [query, strategy] = rest;
 const runId = rest[0];
+const token = process.env.AGENTRT_TOKEN;
+const headers = token ? { Authorization: `Bearer ${token}` } : {};
 
 async function readVercel() {
   const transport = new DefaultChatTransport({
@@ -51,14 +59,6 @@ async function readVercel() {
   return { message, errors };
 }
 
-// agentrt takes the question, not the thread: post the last user message's text.
-class AgentrtAgent extends HttpAgent {
-  requestInit(input) {
-    const asked = input.messages.filter((m) => m.role === "user").at(-1);
-    return { ...super.requestInit(input), body: JSON.stringify({ query: asked.content, strategy }) };
-  }
-}
-
 // A run read again: a GET of its events, nothing posted.
 class ReplayAgent extends HttpAgent {
   requestInit(input) {
@@ -67,23 +67,44 @@ class ReplayAgent extends HttpAgent {
   }
 }
 
-async function readAgUi() {
-  const agent =
-    mode === "replay"
-      ? new ReplayAgent({ url: `${server}/runs/${runId}/events?protocol=ag-ui` })
-      : new AgentrtAgent({ url: `${server}/runs?protocol=ag-ui` });
-  if (mode !== "replay") agent.addMessage({ id: "q1", role: "user", content: query });
+// One run of `agent` on the question: what the client made of it.
+async function runOnce(agent, question, strategyName) {
+  if (question !== undefined) {
+    agent.addMessage({ id: `q${agent.messages.length}`, role: "user", content: question });
+  }
   const events = [];
   let end;
+  let started;
   const { result } = await agent.runAgent(
-    {},
+    { forwardedProps: strategyName ? { strategy: strategyName } : {} },
     {
       onEvent: ({ event }) => {
         events.push(event.type);
+        if (event.type === "RUN_STARTED") started = event;
         if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") end = event;
       },
     },
   );
+  return { runId: started?.runId, result, events, end };
+}
+
+async function readAgUi() {
+  if (mode === "replay") {
+    const agent = new ReplayAgent({ url: `${server}/runs/${runId}/events?protocol=ag-ui`, headers });
+    const { result, events, end } = await runOnce(agent);
+    return { result, messages: agent.messages, state: agent.state, events, end };
+  }
+  // The stock agent: POST /ag-ui takes the RunAgentInput it sends.
+  const agent = new HttpAgent({ url: `${server}/ag-ui`, headers });
+  if (mode === "thread") {
+    const [first, second, strategyName] = rest;
+    const runs = [
+      await runOnce(agent, first, strategyName),
+      await runOnce(agent, second, strategyName),
+    ];
+    return { threadId: agent.threadId, runs, messages: agent.messages };
+  }
+  const { result, events, end } = await runOnce(agent, query, strategy);
   return { result, messages: agent.messages, state: agent.state, events, end };
 }
 

@@ -95,11 +95,15 @@ def node_dir() -> Path:
     return NODE_DIR
 
 
-def read_with_node(node_dir: Path, protocol: str, url: str, *args: str) -> Any:
+def read_with_node(
+    node_dir: Path, protocol: str, url: str, *args: str, token: str | None = None
+) -> Any:
     """What the toolkit's client read of a run (see tests/node/read_streams.mjs)."""
+    env = {**os.environ, **({"AGENTRT_TOKEN": token} if token is not None else {})}
     done = subprocess.run(
         ["node", "read_streams.mjs", protocol, url, *args],
         cwd=node_dir,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -223,8 +227,9 @@ class TestClients:
     def test_the_ag_ui_client_reads_a_run(
         self, node_dir: Path, make_agent: MakeAgent, tmp_path: Path
     ) -> None:
-        """`HttpAgent` runs it, checking every event as it comes: the run's messages (text,
-        the tool calls on the text of their turn, each result, the answer) and its result."""
+        """The stock `HttpAgent` runs it on `POST /ag-ui`, checking every event as it comes:
+        the run's messages (text, the tool calls on the text of their turn, each result, the
+        answer) and its result."""
         agent = make_agent(napping_turns())
         with LiveServer(create_app(agent)) as server:
             read = read_with_node(node_dir, "ag-ui", server.url, "run", *NAP.values())
@@ -259,6 +264,43 @@ class TestClients:
         assert "no tool named 'teleport'" in results["call_1_3"]
         assert results["call_2_1"] == '"Rested."'
         assert (read["events"][0], read["events"][-1]) == ("RUN_STARTED", "RUN_FINISHED")
+
+    def test_the_stock_ag_ui_client_continues_a_thread(
+        self, node_dir: Path, make_agent: MakeAgent, tmp_path: Path
+    ) -> None:
+        """`new HttpAgent({url, headers})` as it comes, no override, posts to `/ag-ui` on a
+        server with a token: its thread is the session, its run ids the runs', and its second
+        question on the thread continues the session (the model reads the first turn)."""
+        agent = make_agent(["Paris.", "Rome."])
+        app = create_app(agent, ServerSettings(tokens=("s3cret",)))
+        questions = ("Capital of France?", "And of Italy?")
+        with LiveServer(app) as server, httpx.Client(base_url=server.url) as client:
+            read = read_with_node(
+                node_dir, "ag-ui", server.url, "thread", *questions, "direct", token="s3cret"
+            )
+            thread = client.get(
+                f"/sessions/{read['threadId']}", headers={"Authorization": "Bearer s3cret"}
+            ).json()
+        first, second = read["runs"]
+        assert [r["result"]["answer"] for r in (first, second)] == ["Paris.", "Rome."]
+        assert [r["run_id"] for r in thread["runs"]] == [first["runId"], second["runId"]]
+        for run in (first, second):
+            assert (run["events"][0], run["events"][-1]) == ("RUN_STARTED", "RUN_FINISHED")
+            assert recorded(tmp_path, run["runId"])[-1].type == "run_finished"
+        model = agent.model
+        assert isinstance(model, ScriptedModel)
+        conversation = [(m.role, m.content) for m in model.requests[1].messages]
+        assert conversation[-3:] == [
+            ("user", "Capital of France?"),
+            ("assistant", "Paris."),
+            ("user", "And of Italy?"),
+        ]
+        assert [(m["role"], m["content"]) for m in read["messages"]] == [
+            ("user", "Capital of France?"),
+            ("assistant", "Paris."),
+            ("user", "And of Italy?"),
+            ("assistant", "Rome."),
+        ]
 
     def test_failed_and_cancelled_runs(
         self, node_dir: Path, make_agent: MakeAgent, seen: Any

@@ -1,8 +1,9 @@
 """A run's events as UI protocols' frames: AG-UI and the Vercel AI SDK's UI message stream.
 
 `agentrt serve` streams a run in either with `?protocol=ag-ui` or `?protocol=vercel` (SSE), a
-live run or a recorded one, resumed after `Last-Event-ID` like its own stream. The same
-translators serve an app of your own: feed one a run's events in order, from a live
+live run or a recorded one, resumed after `Last-Event-ID` like its own stream; and `POST /ag-ui`
+takes the `RunAgentInput` a stock AG-UI `HttpAgent` posts, and streams its run the same way.
+The same translators serve an app of your own: feed one a run's events in order, from a live
 `agent.run(…)` or from `Trajectory.read(path).events`, and send what it returns.
 
     translator = VercelTranslator()

@@ -1,14 +1,9 @@
 import { HttpAgent } from "@ag-ui/client";
 
-// agentrt takes a question, not a thread: send the last user message's text.
-class AgentrtAgent extends HttpAgent {
-  requestInit(input) {
-    const asked = input.messages.filter((m) => m.role === "user").at(-1);
-    return { ...super.requestInit(input), body: JSON.stringify({ query: asked.content }) };
-  }
-}
-
-const agent = new AgentrtAgent({ url: "http://127.0.0.1:8000/runs?protocol=ag-ui" });
+// The stock agent: POST /ag-ui takes what it sends. Its thread is an agentrt session, so a
+// second question on it is read against the first. (With a token: `headers: { Authorization:
+// "Bearer …" }`; a strategy: `runAgent({ forwardedProps: { strategy: "…" } })`.)
+const agent = new HttpAgent({ url: "http://127.0.0.1:8000/ag-ui" });
 agent.addMessage({ id: "q1", role: "user", content: "What is 1234 + 5678?" });
 const { result } = await agent.runAgent();
 for (const m of agent.messages) {
