@@ -23,6 +23,7 @@ import functools
 import json
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,9 @@ from agentrt.sessions.store import Scope
 from agentrt.tool import Tool, ToolContext, ToolRunner, ToolStorage, run_tool
 
 __all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome", "canonical_arguments"]
+
+_UNLIMITED = nullcontext()
+"""The `limit` of a tool that shares none."""
 
 
 @dataclass(slots=True)
@@ -308,7 +312,7 @@ class Executor:
         error: str | None = None
         started = 0.0
         try:
-            async with self.slots:
+            async with self.slots, tool.limit or _UNLIMITED:
                 self.ctx.emit(
                     ToolStartedEvent, step=call.step, call_id=call.call_id, name=tool.name
                 )

@@ -14,6 +14,7 @@ default `run_tool`. That is the seam a replay uses to answer calls from a record
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import inspect
@@ -165,6 +166,7 @@ class Tool:
         args_model: type[BaseModel] | None = None,
         context_param: str | None = None,
         max_hung_threads: int = 4,
+        limit: asyncio.Semaphore | None = None,
     ) -> None:
         """
         :param fn: the function; its parameters must be JSON-describable (pydantic types)
@@ -181,6 +183,9 @@ class Tool:
         :param args_model: the argument model, when it is not to be read from the signature
             (with `context_param`, the parameter that receives the `ToolContext`)
         :param max_hung_threads: hung sync calls (see `_HungThreads`) at which calls are refused
+        :param limit: a cap shared with other tools (an MCP server's `max_concurrency`): the
+            executor holds it for each call, over every run, and starts the call's timeout only
+            once it has it, so waiting for a slot is never a timeout
         """
         summary, docs = _read_docstring(fn)
         self.fn = fn
@@ -190,6 +195,7 @@ class Tool:
         self.ends_run = ends_run
         self.asks_user = asks_user
         self.cache = cache
+        self.limit = limit
         self.is_async = inspect.iscoroutinefunction(fn)
         self.max_hung_threads, self.hung = max_hung_threads, _HungThreads()  # process-wide
         if args_model is None:

@@ -258,6 +258,7 @@ class MCPConnection:
             description=inspect.cleandoc(spec.description or spec.title or "")
             or f"{remote} (MCP server {server})",
             timeout=self.server.timeout,
+            limit=self._slots,
             args_model=_arguments_model(name, dict(spec.input_schema)),
             # A result may change between calls unless the server says the tool only reads.
             cache=bool(annotations is not None and annotations.read_only_hint),
@@ -271,26 +272,25 @@ class MCPConnection:
             result that is not MCP (the model reads the message)
         """
         where = f"MCP server {self.server.name!r}"
-        async with self._slots:
-            client = self._client
-            if client is None:
-                msg = f"{where} is not running ({self._ended or 'it was stopped'})"
-                raise ToolError(msg)
-            try:
-                result = await client.call_tool(tool, arguments)
-            except ValidationError as exc:
-                problem = describe_errors(exc, root=None, quote=False, limit=3)
-                msg = f"{where} returned an invalid result for {tool!r}: {problem}"
-                raise ToolError(msg) from None
-            except RuntimeError as exc:  # the SDK's check of a result against its schema
-                msg = f"{where} returned an invalid result for {tool!r}: {exc}"
-                raise ToolError(msg) from None
-            except Exception as exc:
-                leaf = _leaf(exc)
-                msg = f"{where} failed on {tool!r}: {type(leaf).__name__}: {leaf}"
-                if "Connection closed" in str(leaf):  # the SDK's word for a server gone
-                    msg = f"{where} closed the connection during {tool!r}: it may have exited"
-                raise ToolError(msg) from None
+        client = self._client
+        if client is None:
+            msg = f"{where} is not running ({self._ended or 'it was stopped'})"
+            raise ToolError(msg)
+        try:
+            result = await client.call_tool(tool, arguments)
+        except ValidationError as exc:
+            problem = describe_errors(exc, root=None, quote=False, limit=3)
+            msg = f"{where} returned an invalid result for {tool!r}: {problem}"
+            raise ToolError(msg) from None
+        except RuntimeError as exc:  # the SDK's check of a result against its schema
+            msg = f"{where} returned an invalid result for {tool!r}: {exc}"
+            raise ToolError(msg) from None
+        except Exception as exc:
+            leaf = _leaf(exc)
+            msg = f"{where} failed on {tool!r}: {type(leaf).__name__}: {leaf}"
+            if "Connection closed" in str(leaf):  # the SDK's word for a server gone
+                msg = f"{where} closed the connection during {tool!r}: it may have exited"
+            raise ToolError(msg) from None
         text = [getattr(c, "text", None) for c in result.content]
         if result.is_error:
             msg = "\n".join(t for t in text if t) or f"{where}: {tool!r} failed (no message)"

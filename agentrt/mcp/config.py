@@ -57,8 +57,8 @@ class MCPServer(BaseModel):
     start_timeout: float = Field(30.0, gt=0)
     """Seconds to start and answer the handshake and the tool list."""
     max_concurrency: int = Field(8, ge=1)
-    """Calls to this server in flight at once, over every run of the agent; more wait (and
-    the wait counts against their timeout)."""
+    """Calls to this server in flight at once, over every run of the agent; more wait in the
+    executor, and their timeout starts once they run."""
     prefix: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$")
     """Put before each of its tools' names: what resolves a clash with another tool."""
 

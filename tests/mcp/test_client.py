@@ -150,6 +150,14 @@ class TestStdio:
         peaks = [o for _, _, o, _ in finished(result.trajectory.events)]
         assert peaks == [{"result": 1}] * 3
 
+    async def test_waiting_for_the_servers_cap_is_not_a_timeout(self, tmp_path: Path) -> None:
+        """Twelve calls of 0.2 s through a cap of one take 2.4 s in all; each has 1 s, counted
+        from when it has a slot (the executor holds the cap), so none times out."""
+        turns = ["".join(call("overlap", n=n) for n in range(12)), "done"]
+        async with agent(tmp_path, turns, calc(max_concurrency=1, timeout=1.0)) as a:
+            result = await a.run("Overlap.")
+        assert [s for _, s, _, _ in finished(result.trajectory.events)] == ["ok"] * 12
+
     async def test_a_run_left_mid_call_is_cancelled_and_the_server_serves_on(
         self, tmp_path: Path
     ) -> None:
