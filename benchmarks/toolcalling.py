@@ -14,7 +14,7 @@ domain's five tools; what counts is its first turn: the tool calls read from it 
 any was invalid). A question expecting calls is right when the calls are exactly the expected
 ones, in any order, each with the expected arguments (strings without regard to case or
 surrounding space, numbers by value; arguments not listed in the data are not checked). A
-`none` question is right when the first turn calls nothing.
+`none` question is right when the first turn calls nothing, not even wrongly (an invalid call).
 
 A first turn is read up to `--max-tokens` tokens of the embedded models (192 by default: three
 calls take about 110): a turn that reaches it is counted as `cut`, and a `none` question cut
@@ -220,7 +220,8 @@ async def measure(
         started = time.perf_counter()
         turn = await first_turn(model, tools[question.domain], question, constrain)
         seconds = time.perf_counter() - started
-        ok = right(question, turn.calls)
+        # An invalid call where none was wanted is still a call attempted, not an answer.
+        ok = right(question, turn.calls) and not (turn.invalid and not question.calls)
         for key in (question.kind, "all"):
             tally = tallies[key]
             tally.right += ok
@@ -229,7 +230,8 @@ async def measure(
             tally.cut += turn.cut
             tally.seconds.append(seconds)
         # Progress on stderr: a run of both models takes the better part of an hour.
-        print(question.id, "right" if ok else "WRONG", turn.calls, file=sys.stderr, flush=True)
+        mark = ("right" if ok else "WRONG") + (" invalid" if turn.invalid else "")
+        print(question.id, mark, turn.calls, file=sys.stderr, flush=True)
     return tallies
 
 

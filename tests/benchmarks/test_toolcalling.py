@@ -66,3 +66,11 @@ async def test_a_first_turn_is_read_through_the_agent(bench: ModuleType) -> None
     assert read.cut is False  # a scripted model has no token cap
     bad = ScriptedModel(['<tool_call>{"name": ' + name + "}</tool_call>", "done"])
     assert (await bench.first_turn(bad, tools[question.domain], question)).invalid is True
+
+
+async def test_an_invalid_call_where_none_fits_is_not_an_answer(bench: ModuleType) -> None:
+    tools, questions = bench.load()
+    question = next(q for q in questions if q.kind == "none")
+    bad = ScriptedModel(['<tool_call>{"name": "x"}</tool_call>', "done"])
+    tallies = await bench.measure(bad, "off", tools, [question])
+    assert (tallies["none"].right, tallies["none"].invalid) == (0, 1)
