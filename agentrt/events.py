@@ -1,10 +1,10 @@
 """The event contract: every event of a run, as one discriminated union on `type`.
 
 The same objects are streamed to callers, written to the trajectory, sent as SSE and as NDJSON;
-each is serialised once (`EventBase.json_bytes`), and those bytes are what the trajectory line,
-the SSE `data:` line and the NDJSON line carry.
-Every event carries `run_id`, `seq` (gap-free from 0 within a run) and `t` (seconds since the
-run started). A run always ends with exactly one `RunFinishedEvent`.
+in a server each is serialised once (`EventBase.json_bytes`): the trajectory line, the SSE
+`data:` and the NDJSON line are those bytes. Every event carries `run_id`, `seq` (gap-free from
+0 within a run) and `t` (seconds since the run started). A run always ends with exactly one
+`RunFinishedEvent`.
 
 A call found in the model's output produces either `tool_call_invalid`, or `tool_call` followed
 by exactly one `tool_finished` (with `tool_started` between them unless the result came from the
@@ -135,8 +135,8 @@ class EventBase(BaseModel):
     @cached_property
     def json_bytes(self) -> bytes:
         """The event as JSON (`model_dump_json`, as bytes): the trajectory line, the SSE `data:`
-        and the NDJSON line. Serialised on first use, then kept: an event is frozen, and the
-        trajectory and every stream of it share the one serialisation."""
+        and the NDJSON line. Serialised on first use, then kept (an event is frozen): in a
+        server, the trajectory and every stream of the run share the one serialisation."""
         return self.__pydantic_serializer__.to_json(self)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:

@@ -86,3 +86,12 @@ def test_a_copy_is_serialised_afresh() -> None:
     assert copy.json_bytes == copy.model_dump_json().encode()
     assert b'"after"' in copy.json_bytes
     assert event == TextDeltaEvent(run_id="r", seq=0, t=0.0, step=1, text="before")
+
+
+async def test_a_run_outside_a_server_keeps_no_json(make_agent: MakeAgent) -> None:
+    """Without a server's streams to serve, the trajectory's bytes are not kept on the events
+    (they would live as long as the run's result)."""
+    agent = make_agent([finish("Rested.")])
+    events = [e async for e in agent.run("Take a nap", strategy="exploratory")]
+    assert events[-1].type == "run_finished"
+    assert not any("json_bytes" in e.__dict__ for e in events)
