@@ -1,8 +1,10 @@
 """The event contract: every event of a run, as one discriminated union on `type`.
 
-The same objects are streamed to callers, written to the trajectory, sent as SSE and as NDJSON.
-Every event carries `run_id`, `seq` (gap-free from 0 within a run) and `t` (seconds since the
-run started). A run always ends with exactly one `RunFinishedEvent`.
+The same objects are streamed to callers, written to the trajectory, sent as SSE and as NDJSON;
+in a server each is serialised once (`EventBase.json_bytes`): the trajectory line, the SSE
+`data:` and the NDJSON line are those bytes. Every event carries `run_id`, `seq` (gap-free from
+0 within a run) and `t` (seconds since the run started). A run always ends with exactly one
+`RunFinishedEvent`.
 
 A call found in the model's output produces either `tool_call_invalid`, or `tool_call` followed
 by exactly one `tool_finished` (with `tool_started` between them unless the result came from the
@@ -13,8 +15,10 @@ This module depends on nothing else in agentrt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Literal
+from functools import cached_property
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
@@ -127,6 +131,19 @@ class EventBase(BaseModel):
     """Position in the run's event stream: 0, 1, 2, … without gaps."""
     t: float
     """Seconds since the run started."""
+
+    @cached_property
+    def json_bytes(self) -> bytes:
+        """The event as JSON (`model_dump_json`, as bytes): the trajectory line, the SSE `data:`
+        and the NDJSON line. Serialised on first use, then kept (an event is frozen): in a
+        server, the trajectory and every stream of the run share the one serialisation."""
+        return self.__pydantic_serializer__.to_json(self)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        # pydantic copies the instance's `__dict__`, where the JSON of the original is kept.
+        copied.__dict__.pop("json_bytes", None)
+        return copied
 
 
 class RunStartedEvent(EventBase):

@@ -9,8 +9,12 @@ with httpx-sse in this process, all runs started at once, after one unmeasured r
 the server up. Latency is, for each event, the time from its creation in the server
 (`run_started.started_at + event.t`, the run's wall clock) to its receipt here, before its
 JSON is parsed: one machine, one clock. Both processes share the machine's cores, as a backend
-and its load generator would on one box; the table says how much CPU each used, and how busy
-the machine was.
+and its load generator would on one box; the table says how much CPU each used (the server's
+per event: the run, the stream and the HTTP write), and how busy the machine was.
+
+Each event is serialised once in the server, for its trajectory line and every stream alike;
+what that one serialisation costs is measured here too, on the events received, so that the
+table says how much of the server's CPU per event it is.
 """
 
 from __future__ import annotations
@@ -91,21 +95,22 @@ def serve(fd: int, delay: float, runs: int) -> None:
         Server(config).run(sockets=[socket.socket(fileno=fd)])
 
 
-async def one_run(client: Any, latencies: list[float]) -> int:
-    """Stream one run; note each event's latency; return how many events came."""
+async def one_run(client: Any, latencies: list[float], received: list[str]) -> int:
+    """Stream one run; note each event's latency and its JSON; return how many events came."""
     from httpx_sse import aconnect_sse
 
     count, started, status = 0, 0.0, None
     body = {"query": "Look it up twice.", "strategy": "bench"}
     async with aconnect_sse(client, "POST", "/runs", json=body) as source:
         async for sse in source.aiter_sse():
-            received = time.time()
+            now = time.time()
             event = json.loads(sse.data)
             if event["type"] == "run_started":
                 started = datetime.fromisoformat(event["started_at"]).timestamp()
             elif event["type"] == "run_finished":
                 status = event["status"]
-            latencies.append(received - (started + event["t"]))
+            latencies.append(now - (started + event["t"]))
+            received.append(sse.data)
             count += 1
     if status != "ok":
         raise RuntimeError(f"a benchmark run ended {status}, not ok")
@@ -116,12 +121,13 @@ async def measure(url: str, runs: int, server: psutil.Process) -> dict[str, floa
     import httpx
 
     latencies: list[float] = []
+    received: list[str] = []
     limits = httpx.Limits(max_connections=runs + 1, max_keepalive_connections=runs + 1)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300) as client:
         # One run first, unmeasured: the server builds its schemas and prompts on first use.
-        await one_run(client, [])
+        await one_run(client, [], [])
         t0, client_cpu, server_cpu = time.perf_counter(), time.process_time(), _cpu(server)
-        counts = await asyncio.gather(*(one_run(client, latencies) for _ in range(runs)))
+        counts = await asyncio.gather(*(one_run(client, latencies, received) for _ in range(runs)))
         seconds = time.perf_counter() - t0
         client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
     events = sum(counts)
@@ -130,18 +136,33 @@ async def measure(url: str, runs: int, server: psutil.Process) -> dict[str, floa
         if len(latencies) > 1
         else latencies * 99
     )
+    p50, p99 = cuts[49], cuts[98]
     return {
         "runs": runs,
         "events": events,
         "seconds": round(seconds, 3),
         "events_per_s": round(events / seconds, 1),
         "runs_per_s": round(runs / seconds, 2),
-        "p50_ms": round(cuts[49] * 1000, 2),
-        "p99_ms": round(cuts[98] * 1000, 2),
+        "p50_ms": round(p50 * 1000, 2),
+        "p99_ms": round(p99 * 1000, 2),
+        "p99_over_p50": round(p99 / p50, 2) if p50 > 0 else float("inf"),
         "max_ms": round(max(latencies) * 1000, 2),
         "server_cpu_s": round(server_cpu, 2),
         "client_cpu_s": round(client_cpu, 2),
+        "server_cpu_ms_per_event": round(server_cpu / events * 1000, 4),
+        "serialise_us_per_event": round(serialise_seconds(received) / len(received) * 1e6, 2),
     }
+
+
+def serialise_seconds(received: list[str]) -> float:
+    """CPU seconds to serialise the received events once each, as the server does."""
+    from agentrt.events import event_adapter
+
+    events = [event_adapter.validate_json(data) for data in received]
+    started = time.process_time()
+    for e in events:
+        e.__pydantic_serializer__.to_json(e)
+    return time.process_time() - started
 
 
 def _cpu(process: psutil.Process) -> float:
@@ -164,11 +185,16 @@ def table(result: dict[str, float], delay: float) -> None:
     t.add_row("creation → receipt p50", f"{result['p50_ms']:.1f} ms")
     t.add_row("creation → receipt p99", f"{result['p99_ms']:.1f} ms")
     t.add_row("creation → receipt max", f"{result['max_ms']:.1f} ms")
+    t.add_row("p99 / p50 (target ≤ 3×)", f"{result['p99_over_p50']:.1f}×")
     # Where the time went: when neither side used its wall time on a core, the cores were busy
     # with something else (the load average says what the machine had to spare).
     t.add_row(
         "CPU: server / client", f"{result['server_cpu_s']:.1f} s / {result['client_cpu_s']:.1f} s"
     )
+    t.add_row(
+        "server CPU per event (target ≤ 0.05 ms)", f"{result['server_cpu_ms_per_event']:.3f} ms"
+    )
+    t.add_row("of which its one serialisation", f"{result['serialise_us_per_event']:.1f} µs")
     t.add_row("load average (1 min), cores", f"{os.getloadavg()[0]:.1f}, {os.cpu_count()}")
     Console().print(t)
 

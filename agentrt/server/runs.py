@@ -44,6 +44,7 @@ from agentrt.result import AgentRun
 from agentrt.server.schemas import RunState, RunSummary
 from agentrt.server.trajectories import find_trajectory
 from agentrt.trajectory.format import Trajectory
+from agentrt.trajectory.writer import keep_json
 
 __all__ = ["Refusal", "RunHandle", "RunRegistry"]
 
@@ -227,6 +228,9 @@ class RunRegistry:
         return handle
 
     async def _consume(self, handle: RunHandle, events: AgentRun[Any]) -> None:
+        # In this task's context, which the run's tasks copy when the iteration starts them:
+        # the trajectory's bytes of each event stay on it, for the streams to send.
+        keep_json.set(True)
         try:
             with handle._scope:
                 async for event in events:

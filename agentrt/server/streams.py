@@ -10,9 +10,10 @@ A UI protocol's frames carry `id: <seq>` on the last frame an event gives, so th
 resumes after `Last-Event-ID` where it stopped: the stream's translator is fed the events up to
 that seq first, unsent, so that it goes on in the state it was in.
 
-Each event goes out as `event.model_dump_json()`: the same JSON as a trajectory line. Events
-that are ready together go out in one chunk. An SSE stream that has been quiet for a while
-gets a comment line, which keeps proxies from closing it and costs clients nothing.
+Each event goes out as its `json_bytes`: the very bytes of its trajectory line, serialised once
+for the trajectory and every stream. Events that are ready together go out in one chunk. An SSE
+stream that has been quiet for a while gets a comment line, which keeps proxies from closing it
+and costs clients nothing.
 """
 
 from __future__ import annotations
@@ -93,13 +94,17 @@ def negotiate(
 
 
 def encode(events: list[Event], fmt: StreamFormat) -> bytes:
-    """agentrt's own events on the wire; a UI protocol's frames need an `Encoder`, which keeps
-    the protocol's state from one batch to the next."""
+    """agentrt's own events on the wire, each its `json_bytes` (its trajectory line, serialised
+    once for every stream); a UI protocol's frames need an `Encoder`, which keeps the
+    protocol's state from one batch to the next."""
     if fmt == "ndjson":
-        return "".join(e.model_dump_json() + "\n" for e in events).encode()
-    return "".join(
-        f"event: {e.type}\nid: {e.seq}\ndata: {e.model_dump_json()}\n\n" for e in events
-    ).encode()
+        return b"".join([e.json_bytes + b"\n" for e in events])
+    return b"".join(
+        [
+            b"event: %s\nid: %d\ndata: %s\n\n" % (e.type.encode(), e.seq, e.json_bytes)
+            for e in events
+        ]
+    )
 
 
 class Encoder:

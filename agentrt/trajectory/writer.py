@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,9 +12,18 @@ from agentrt.events import EventBase
 from agentrt.logs import get_logger
 from agentrt.trajectory.format import TrajectoryHeader
 
-__all__ = ["TrajectoryWriter", "trajectory_path"]
+__all__ = ["TrajectoryWriter", "keep_json", "trajectory_path"]
 
 log = get_logger("agentrt.trajectory")
+
+keep_json: ContextVar[bool] = ContextVar("agentrt_keep_json", default=False)
+"""Whether the events written keep their JSON (`EventBase.json_bytes`) for readers to come.
+
+A server sets it in the task that consumes a run (the run's own tasks inherit it), so that its
+streams send the bytes the trajectory got, serialised once. Off elsewhere: a run's events live
+as long as its result, and their JSON with them cost 14% more memory per concurrent run
+(measured, 300 at once) for no reader.
+"""
 
 
 class TrajectoryWriter:
@@ -36,8 +46,11 @@ class TrajectoryWriter:
         self._last_write = time.monotonic()
 
     def add(self, event: EventBase) -> None:
-        # The serializer itself, not `model_dump_json`: bytes, and a third less time per event.
-        self._lines.append(event.__pydantic_serializer__.to_json(event))
+        if keep_json.get():
+            self._lines.append(event.json_bytes)
+        else:
+            # The serializer itself, not `model_dump_json`: bytes, and a third less time.
+            self._lines.append(event.__pydantic_serializer__.to_json(event))
 
     def flush_if_due(self, header: TrajectoryHeader) -> None:
         if (

@@ -36,9 +36,18 @@ def test_reports_its_fields() -> None:
         "max_ms",
         "server_cpu_s",
         "client_cpu_s",
+        "p99_over_p50",
+        "server_cpu_ms_per_event",
+        "serialise_us_per_event",
     }
     assert result["runs"] == 5
     assert result["events"] > 5 * 10
     shown = bench()
-    for row in ("events/s", "creation → receipt p50", "creation → receipt p99"):
+    for row in (
+        "events/s",
+        "creation → receipt p50",
+        "creation → receipt p99",
+        "server CPU per event",
+        "of which its one serialisation",
+    ):
         assert row in shown
