@@ -97,6 +97,11 @@ class Embedder:
         """`encode` in a worker thread."""
         return await anyio.to_thread.run_sync(self.encode, texts)
 
+    def clear_cache(self) -> None:
+        """Forget the cached query vectors: the next question is encoded again (a benchmark
+        timing the encode of new questions clears it before each)."""
+        self._queries.clear()
+
     def _run(self, texts: list[str], batch_size: int) -> npt.NDArray[np.float32]:
         vectors = self._model.encode(
             texts,
@@ -169,6 +174,10 @@ class _QueryPath:
         found |= request.vectors
         # A new array: the cache's rows are never handed out, even as views.
         return np.stack([found[t] for t in texts])
+
+    def clear(self) -> None:
+        with self._changed:
+            self._cache.clear()
 
     def _take(self) -> list[_Request]:
         self._busy = True

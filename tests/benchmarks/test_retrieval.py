@@ -127,6 +127,12 @@ def test_a_slice_prints_the_table() -> None:
         "(b) embed + search + narrow, p50",
         "(b) embed + search + narrow, p99",
         "the embedding alone, p50",
+        "the embedding alone, p95",
+        "the same query again, p50",
+        "(b) 2 busy, p50",
+        "(b) 2 busy, p95",
+        "the embedding alone, 2 busy, p50",
+        "the embedding alone, 2 busy, p95",
         "index build, cold",
         "embedding model",
     ):

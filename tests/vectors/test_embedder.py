@@ -87,6 +87,13 @@ class TestCache:
         np.testing.assert_allclose(both[1], first[0], atol=1e-6)
         np.testing.assert_allclose(both[0], alone(packaged, QUESTIONS[1]), atol=1e-5)
 
+    def test_cleared_the_question_is_encoded_again(self, packaged: Embedder) -> None:
+        embedder, model = counted(packaged)
+        embedder.encode([QUESTIONS[0]])
+        embedder.clear_cache()
+        embedder.encode([QUESTIONS[0]])
+        assert model.calls == [[QUESTIONS[0]], [QUESTIONS[0]]]
+
     def test_vectors_returned_are_the_callers_own(self, packaged: Embedder) -> None:
         embedder, _ = counted(packaged)
         first = embedder.encode([QUESTIONS[0]])
