@@ -48,7 +48,7 @@ QUERY_TEXTS = 8
 """Calls of at most this many texts take the query path: cached, micro-batched, one thread."""
 
 QUERY_CACHE = 1024
-"""Query vectors kept per embedder (least recently used first out): 1.5 KiB each."""
+"""Query vectors kept per embedder (least recently used first out): 1.5 KiB each for MiniLM."""
 
 _QUERY_THREADS = 1
 """torch's intra-op threads for the query path: the module docstring has the measurements."""
@@ -161,13 +161,15 @@ class _QueryPath:
             for text in found:
                 self._cache.move_to_end(text)
             request = _Request(list(dict.fromkeys(t for t in texts if t not in found)))
+            batch: list[_Request] = []
             if request.texts:
                 self._pending.append(request)
                 self._changed.notify_all()  # so that an observer (the tests) can wait for the queue
                 while self._busy and not request.done:
                     self._changed.wait()
-                batch = [] if request.done else self._take()
-        if request.texts and not request.done:
+                if not request.done:  # no batch running, and none took this request: lead one
+                    batch = self._take()
+        if batch:
             self._lead(batch)
         if request.error is not None:
             raise request.error
