@@ -130,6 +130,8 @@ def test_a_slice_prints_the_table() -> None:
         "the embedding alone, p95",
         "the same query again, p50",
         "(b) 2 busy, p50",
+        "(b) 8 queries at once, p50",
+        "(b) 8 at once, 2 busy, p50",
         "(b) 2 busy, p95",
         "the embedding alone, 2 busy, p50",
         "the embedding alone, 2 busy, p95",
