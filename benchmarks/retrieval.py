@@ -17,12 +17,18 @@ are then run against the 3,000-tool catalog, where each labelled tool has per-ve
 send_email), which is the fairer reading when a catalog really has one tool per vendor.
 
 Latency. The scale catalog is the labelled tools plus per-vendor variants with their own names
-and reworded descriptions, generated here from a seed (not stored). Narrowing is timed per query,
-with a strategy's realistic shape: 2-4 template tools, 2 safety tools, retrieve 8, cap 10.
-(a) is `search` + `narrow` given the query's vector, (b) is `await query` (embedding in a worker
-thread, then search) + `narrow`: what a run pays. The query embedding alone is timed too, so
-that (b) - (a) - embedding is the worker-thread hop. Times are per query, p50 and p99, after a
-warm-up; a shared 2-core machine moves them by tens of percent from one run to the next.
+and reworded descriptions, generated here from a seed (not stored). Narrowing is timed per
+query, with a strategy's realistic shape: 2-4 template tools, 2 safety tools, retrieve 8, cap
+10. (a) is `search` + `narrow` given the query's vector, (b) is `await query` (embedding in a
+worker thread, then search) + `narrow`: what a run pays. The query embedding alone is timed too,
+so that (b) - (a) - embedding is the worker-thread hop. Both embed the question as new (the
+embedder's query cache is cleared before each); the same question asked again, a cache hit, is
+timed too, and (b) of each query when 8 arrive at once, which the embedder encodes in batches
+(the first alone, the rest together while it ran). Times are per query, p50, p95 and p99, after
+a warm-up; a shared 2-core machine moves them by tens of percent from one run to the next. The
+same queries are then timed again with 2 background processes spinning a core each (started and
+stopped here): the latency a loaded machine gives, whose target is a p50 of at most 40 ms for
+the embedding.
 
 Index build: cold embeds every document into an empty cache in a temporary directory; warm
 builds the same registry again from that cache (it must embed nothing); then one tool's
@@ -37,6 +43,7 @@ import logging
 import random
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -54,6 +61,10 @@ from agentrt.catalog.metadata import CapabilityMap, Registry, ToolMetadata
 from agentrt.logs import configure_logging
 from agentrt.vectors.embedder import Embedder, load_embedder
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from cpuload import busy  # benchmarks/cpuload.py, found through the line above
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -69,6 +80,11 @@ TEMPLATE_SIZES = (2, 4)
 
 TARGET_SEARCH_MS = 5.0
 TARGET_WITH_EMBEDDING_MS = 30.0
+TARGET_LOADED_EMBEDDING_MS = 40.0
+BURST = 8
+"""Queries that arrive at once, for the batching row."""
+LOAD = 2
+"""Background processes spinning a core each during the loaded pass."""
 KS = (1, 5, 10)
 
 
@@ -327,10 +343,10 @@ def recall(
     )
 
 
-def percentiles(seconds: Sequence[float]) -> tuple[float, float]:
-    """p50 and p99 in milliseconds."""
+def percentiles(seconds: Sequence[float]) -> tuple[float, float, float]:
+    """p50, p95 and p99 in milliseconds."""
     cuts = statistics.quantiles(seconds, n=100, method="inclusive")
-    return statistics.median(seconds) * 1000, cuts[98] * 1000
+    return statistics.median(seconds) * 1000, cuts[94] * 1000, cuts[98] * 1000
 
 
 def templates(names: Sequence[str], count: int, seed: int) -> list[list[str]]:
@@ -350,6 +366,10 @@ class Timings:
     """(b) `await query` (embedding in a worker thread, then `search`) + `narrow`."""
     embedding: list[float]
     """`Embedder.encode` of the query alone, in this thread."""
+    cached: list[float]
+    """`Embedder.encode` of the same query again: a cache hit."""
+    burst: list[float]
+    """(b) of each query when `BURST` of them arrive at once: the embedder batches them."""
 
 
 async def time_narrowing(
@@ -365,21 +385,37 @@ async def time_narrowing(
     # The warm-up starts the worker-thread pool and torch's kernels: a server pays that once.
     for text in texts[:warmup]:
         await index.query([text], RETRIEVE)
-    timings = Timings([], [], [])
+    timings = Timings([], [], [], [], [])
+    embedder = index.embedder
     for text, vector, tools in zip(texts, vectors, template, strict=True):
         t0 = time.perf_counter()
         retrieved = index.search(vector, RETRIEVE)
         narrow(template=tools, retrieved=retrieved, safety=SAFETY, cap=CAP)
         timings.search.append(time.perf_counter() - t0)
 
+        embedder.clear_cache()
         t0 = time.perf_counter()
         retrieved = await index.query([text], RETRIEVE)
         narrow(template=tools, retrieved=retrieved, safety=SAFETY, cap=CAP)
         timings.query.append(time.perf_counter() - t0)
 
+        embedder.clear_cache()
         t0 = time.perf_counter()
-        index.embedder.encode([instruction + text])
+        embedder.encode([instruction + text])
         timings.embedding.append(time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        embedder.encode([instruction + text])
+        timings.cached.append(time.perf_counter() - t0)
+
+    async def one(text: str) -> None:
+        t0 = time.perf_counter()
+        await index.query([text], RETRIEVE)
+        timings.burst.append(time.perf_counter() - t0)
+
+    for start in range(0, len(texts) - BURST + 1, BURST):
+        embedder.clear_cache()
+        await asyncio.gather(*(one(text) for text in texts[start : start + BURST]))
     return timings
 
 
@@ -421,7 +457,8 @@ def main() -> None:
     parser.add_argument(
         "--torch-threads",
         type=int,
-        help="torch's intra-op threads (default: torch's own choice, as agentrt leaves it)",
+        help="torch's intra-op threads for indexing (default: torch's own choice, as agentrt "
+        "leaves it; queries run on 1 whatever this says, as agentrt sets them)",
     )
     args = parser.parse_args()
     import torch  # here, not above: the smoke test imports this module for its data alone
@@ -472,6 +509,11 @@ def main() -> None:
     plan = templates(index.names, len(queries), args.seed)
     with console.status(f"timing narrowing over {len(queries)} queries"):
         timings = asyncio.run(time_narrowing(index, texts, vectors, plan, warmup))
+    with (
+        console.status(f"timing them again with {LOAD} processes spinning a core each"),
+        busy(LOAD),
+    ):
+        loaded = asyncio.run(time_narrowing(index, texts, vectors, plan, min(warmup, 5)))
 
     domains = sorted(set(labelled.domain.values()))
     table = Table(
@@ -502,19 +544,32 @@ def main() -> None:
     table.add_section()
 
     def latency(label: str, times: list[float], target: float | None, detail: str) -> None:
-        p50, p99 = percentiles(times)
-        mark = "" if target is None else (" ✓" if p50 < target else " ✗")
+        p50, p95, p99 = percentiles(times)
+        mark = "" if target is None else (" ✓" if p50 <= target else " ✗")
         table.add_row(
             f"{label}, p50",
             f"{p50:.2f} ms",
-            f"< {target:g} ms{mark}" if target is not None else "",
+            f"≤ {target:g} ms{mark}" if target is not None else "",
             f"{len(times)} queries, {detail}",
         )
+        table.add_row(f"{label}, p95", f"{p95:.2f} ms", "", "")
         table.add_row(f"{label}, p99", f"{p99:.2f} ms", "", "")
 
     latency("(a) search + narrow", timings.search, TARGET_SEARCH_MS, "vector given")
     latency("(b) embed + search + narrow", timings.query, TARGET_WITH_EMBEDDING_MS, "await query")
     latency("    the embedding alone", timings.embedding, None, "Embedder.encode")
+    latency("    the same query again", timings.cached, None, "Embedder.encode, cached")
+    latency(f"(b) {BURST} queries at once", timings.burst, None, "each query's, batched")
+    table.add_section()
+    spinning = f"{LOAD} processes spinning a core each"
+    latency(f"(b) {LOAD} busy", loaded.query, None, f"await query, {spinning}")
+    latency(f"(b) {BURST} at once, {LOAD} busy", loaded.burst, None, "each query's, batched")
+    latency(
+        f"    the embedding alone, {LOAD} busy",
+        loaded.embedding,
+        TARGET_LOADED_EMBEDDING_MS,
+        f"Embedder.encode, {spinning}",
+    )
     table.add_section()
     table.add_row("index build, cold", f"{cold.seconds:.1f} s", "", f"embedded {cold.embedded:,}")
     table.add_row(
@@ -529,7 +584,7 @@ def main() -> None:
         "embeds 1" + (" ✓" if changed.embedded == 1 else " ✗"),
         f"embedded {changed.embedded}",
     )
-    threads = f"torch threads {torch.get_num_threads()}"
+    threads = f"torch threads {torch.get_num_threads()} (queries 1)"
     table.add_row(
         "embedding model", f"{embedder.dimension} dims", "", f"{embedder.name}, {threads}"
     )

@@ -32,3 +32,6 @@ def test_grounding_benchmark_runs_on_a_slice() -> None:
         assert f"│ {name}" in done.stdout
     assert "R(3,10,10)" in done.stdout
     assert "R(5,10,10)" in done.stdout
+    # Timed again under load, in the same run.
+    assert "p50 ms, 2 busy" in done.stdout
+    assert "Latency per question with 2 processes spinning a core each: p50" in done.stdout
