@@ -1137,8 +1137,7 @@ def _xml_calls(
         arguments: dict[str, Any] = {}
         for parameter in _XML_PARAMETER.finditer(inner):
             key, value = parameter.group(1), _strip_newline(parameter.group(2))
-            schema = properties.get(key)
-            arguments[key] = _coerce(value, schema if isinstance(schema, Mapping) else {})
+            arguments[key] = _coerce(value, properties.get(key))
         pieces.append(CallPiece(name, arguments, raw, "qwen3_coder"))
     if not pieces:
         return [InvalidPiece(raw, f"no <function=NAME> in the <tool_call>: write {_XML_FORM}.")]
@@ -1160,8 +1159,7 @@ def _glm_call(
             )
             return InvalidPiece(raw, reason, name)
         key, value = pair.group(1).strip(), pair.group(2)
-        schema = properties.get(key)
-        arguments[key] = _coerce(value, schema if isinstance(schema, Mapping) else {})
+        arguments[key] = _coerce(value, properties.get(key))
         pos = pair.end()
     return CallPiece(name, arguments, raw, "glm4")
 
@@ -1181,8 +1179,11 @@ def _strip_newline(value: str) -> str:
     return value.removesuffix("\n")
 
 
-def _coerce(value: str, schema: Mapping[str, Any]) -> Any:
-    """A parameter's text as the type its schema gives; as written when it does not fit."""
+def _coerce(value: str, schema: object) -> Any:
+    """A parameter's text as the type its schema gives; as written when it does not fit (or
+    when the tool's schema has no such parameter: `schema` is then not a mapping)."""
+    if not isinstance(schema, Mapping):
+        return value
     kinds = schema.get("type")
     kinds = set(kinds) if isinstance(kinds, list) else {kinds}
     if not kinds & _TYPED:  # a string, or a type the schema does not give: kept as written
@@ -1388,8 +1389,7 @@ def _attribute_call(
         if attribute.start() != pos:
             break
         key, value = attribute.group(1), html.unescape(attribute.group(2) or attribute.group(3))
-        schema = properties.get(key)
-        arguments[key] = _coerce(value, schema if isinstance(schema, Mapping) else {})
+        arguments[key] = _coerce(value, properties.get(key))
         pos = attribute.end()
     if body[pos:].strip():
         reason = f'the attributes of <{name}> cannot be read: write <{name} key="value"/>.'
@@ -1458,8 +1458,7 @@ def _invoke_call(
             )
             return InvalidPiece(raw, reason, name)
         key = parameter.group(1) or parameter.group(2)
-        schema = properties.get(key)
-        arguments[key] = _coerce(parameter.group(3), schema if isinstance(schema, Mapping) else {})
+        arguments[key] = _coerce(parameter.group(3), properties.get(key))
         pos = parameter.end()
     return CallPiece(name, arguments, raw, "minimax")
 
