@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from agentrt import Agent, AgentSettings, ScriptedModel, Workspace
 from agentrt.models.scripted import ScriptItem
 from tests.helpers import TEST_WORKSPACE, MakeAgent
+from tests.postgres import PostgresServer, postgres_server
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +50,17 @@ def small_model_path() -> Path:
     from agentrt.models.weights import materialize, weight_packs
 
     return materialize(weight_packs()[SMALL_PACK])
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server (one per test process), started for the tests that ask."""
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> str:
+    """The URL of a new, empty database on the test server, for one test."""
+    name = "t_" + secrets.token_hex(6)
+    return postgres.create_database(name)
