@@ -68,6 +68,9 @@ err = Console(stderr=True, soft_wrap=True)
 
 _FILE = {"exists": True, "dir_okay": False}
 
+_EXIT_CODES = {"ok": 0, "needs_input": 3, "needs_approval": 4}
+"""`agentrt run`'s and `agentrt resume`'s exit status by the run's status; any other is 1."""
+
 DEMO_QUESTION = (
     "How many days are there from 2024-02-10 to 2025-03-01, and what is the square root of 1764?"
 )
@@ -149,7 +152,8 @@ def run(
     """Answer QUESTION, showing the run live: streamed text, tool calls, the answer.
 
     Exit status 0 when answered, 3 when the model asks a question back (answer it with the
-    same --session and --sessions), 1 when the run failed, 2 on a usage error."""
+    same --session and --sessions), 4 when a tool call awaits approval (`agentrt resume`), 1
+    when the run failed, 2 on a usage error."""
     configure_logging()
     try:
         agent = Agent(
@@ -177,7 +181,7 @@ def run(
     except UserError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    raise typer.Exit({"ok": 0, "needs_input": 3}.get(status, 1))
+    raise typer.Exit(_EXIT_CODES.get(status, 1))
 
 
 async def _consume(
@@ -260,7 +264,7 @@ class _Live:
                 result = result[:160] + "…"
             self.line(f"{mark} {event.name} [dim]{event.duration * 1000:.0f} ms[/] → {result}")
         elif isinstance(event, RunFinishedEvent):
-            asked = event.status == "needs_input"
+            asked = event.status in ("needs_input", "needs_approval")
             if event.answer:
                 self.line("")
                 title = "question" if asked else "answer"

@@ -29,6 +29,8 @@ from agentrt.events import (
     ModelResponseEvent,
     NativeToolCall,
     ReasoningDeltaEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
     Usage,
 )
 from agentrt.exceptions import TokenLimitReached
@@ -56,6 +58,10 @@ __all__ = [
 ]
 
 E = TypeVar("E", bound=EventBase)
+
+_WRITTEN_AT_ONCE = (ModelResponseEvent, ToolStartedEvent, ToolFinishedEvent)
+"""Events the trajectory gets on disk the moment they happen (once `durable`): what a resume
+must find after a crash, a model answer not asked again and a tool's effect not repeated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,9 @@ class RunContext:
         self.limits = limits or TokenLimits()
         self.observe: Callable[[Event], None] | None = None
         """Called with every event as it is stamped, whoever reads the stream (tracing)."""
+        self.durable = False
+        """Write model answers and tool starts and ends at once: set once the header is
+        complete (the strategy chosen), which the file's first write fixes."""
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -139,6 +148,8 @@ class RunContext:
         self._seq += 1
         if self.writer is not None:
             self.writer.add(event)
+            if self.durable and isinstance(event, _WRITTEN_AT_ONCE):
+                self.writer.flush(self.header)
         if self.observe is not None:
             self.observe(event)  # type: ignore[arg-type]
         if self._send is not None:

@@ -53,6 +53,11 @@ def plan_tools(task: PlannerInput) -> dict[str, Tool]:
     return {n: t for n, t in task.tools.items() if not t.ends_run}
 
 
+class _Held(Exception):
+    """A plan's call awaits a person's approval: the plan stops, the run ends `needs_approval`
+    (`agent.resume` runs the plan again from its recording, the decision made)."""
+
+
 class Kernel:
     """The turn machinery and the budgets of one planner run."""
 
@@ -107,10 +112,16 @@ class Kernel:
 
     async def run(self, body: Callable[[], Awaitable[PlannerResult]]) -> PlannerResult:
         """The planner's `body`, its run-time failures (a model that fails, a plan that cannot
-        run) ending the run `error` with the steps taken so far, and a model answer cut by the
-        token budget or the per-call cap ending it `budget_exhausted`."""
+        run) ending the run `error` with the steps taken so far, a model answer cut by the
+        token budget or the per-call cap ending it `budget_exhausted`, and a plan's call held
+        for approval ending it `needs_approval`."""
         try:
             return await body()
+        except (_Held, ExceptionGroup) as exc:
+            # A plan's nodes run in a task group, which wraps what they raise.
+            if isinstance(exc, ExceptionGroup) and exc.split(_Held)[1] is not None:
+                raise
+            return PlannerResult("needs_approval", None)
         except TokenLimitReached as exc:
             # The partial answer and why it was cut are already recorded (`RunContext.stream`).
             return PlannerResult("budget_exhausted", None, str(exc))
@@ -176,4 +187,7 @@ class Kernel:
         prepared = executor.admit(piece, step=step, call_id=call_id, depends_on=depends_on)
         if not isinstance(prepared, PreparedCall):
             return prepared
-        return await executor.execute(prepared, fresh=fresh)
+        outcome = await executor.execute(prepared, fresh=fresh)
+        if outcome.pending:
+            raise _Held
+        return outcome

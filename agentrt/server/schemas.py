@@ -34,7 +34,14 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 """Run and session ids: no slash and no leading dot, so an id can never name another path."""
 
 RunState = Literal[
-    "running", "ok", "needs_input", "budget_exhausted", "cancelled", "error", "unfinished"
+    "running",
+    "ok",
+    "needs_input",
+    "needs_approval",
+    "budget_exhausted",
+    "cancelled",
+    "error",
+    "unfinished",
 ]
 """`running` while the run is live on this server; `unfinished` for a trajectory file without a
 `run_finished` that no live run is writing (its process stopped); otherwise the run's status."""
