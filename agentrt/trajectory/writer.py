@@ -31,9 +31,11 @@ class TrajectoryWriter:
 
     Between turns it writes once a second or every 32 events, whichever comes first: a slow
     run (a real model) is on disk turn by turn, a fast one is not slowed by a write per turn.
-    Besides, the run writes at once each model answer and each tool call's start and end
-    (`RunContext.emit`): a completed side effect is on disk before anything else happens, so
-    a run whose process dies resumes (`agent.resume`) without doing it again.
+    Besides, the run writes each model answer and each tool call's start and end before it
+    goes on (`RunContext.emit`): a completed side effect is on disk before anything else
+    happens, so a run whose process dies resumes (`agent.resume`) without doing it again. On
+    the overhead benchmark (10 turns × 4 no-op tools) this costs about 8% per turn (583 →
+    629 µs) and 2–4% of runs per second.
     The file is opened only to append, so a thousand concurrent runs hold no file handles.
     A failure to write is logged once and recording stops; the run itself goes on.
     """
