@@ -495,8 +495,12 @@ class PendingCall(BaseModel):
     call_id: str
     tool: str
     arguments: dict[str, JsonValue]
-    """As the tool would receive them (validated, defaults filled in), as JSON."""
+    """As the tool would receive them (validated, defaults filled in), as JSON; a plan node's
+    as the plan wrote them (references to other nodes' results included)."""
     step: int
+    node: str | None = None
+    """The plan node, when a whole `dag` plan awaits approval (`approve_plan`): the plan is
+    approved when every node is, rejected when one is (no edited arguments)."""
 
 
 class ApprovalRequestedEvent(EventBase):

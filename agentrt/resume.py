@@ -301,6 +301,12 @@ def _listed(pending: Mapping[str, PendingCall]) -> str:
 
 
 def _check_edit(call: PendingCall, arguments: Mapping[str, Any], tools: Mapping[str, Tool]) -> None:
+    if call.node is not None:
+        msg = (
+            f"call {call.call_id} is node {call.node} of a plan, which is approved or rejected "
+            "as a whole: reject it with a reason to have the model plan again"
+        )
+        raise UserError(msg)
     tool = tools.get(call.tool)
     if tool is None:
         msg = f"call {call.call_id}: tool {call.tool!r} is not one of this agent's"

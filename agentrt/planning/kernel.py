@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from agentrt._validation import describe_errors
-from agentrt.events import ModelErrorEvent, RunStatus, TurnStartedEvent
+from agentrt.events import ModelErrorEvent, PendingCall, RunStatus, TurnStartedEvent
 from agentrt.exceptions import AgentrtError, ModelError, StreamInterrupted, TokenLimitReached
 from agentrt.execution import PreparedCall, ToolOutcome
 from agentrt.models.base import Message, ModelRequest
@@ -106,6 +106,11 @@ class Kernel:
         which hold back model calls, do not hold it back."""
         self.progress.steps += 1
         return self.progress.steps
+
+    def hold(self, calls: Sequence[PendingCall]) -> NoReturn:
+        """Stop the plan: `calls` await a person's approval (the run ends `needs_approval`)."""
+        self.task.executor.pending.extend(calls)
+        raise _Held
 
     def result(self, status: RunStatus, answer: str | None = None) -> PlannerResult:
         return PlannerResult(status, answer)

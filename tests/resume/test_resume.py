@@ -113,7 +113,7 @@ class TestApproval:
         assert (ledger.paid, ledger.added) == ([], 1)
         assert len(model.requests) == 1
         (asked,) = [e for e in events if isinstance(e, ApprovalRequestedEvent)]
-        assert [c.model_dump() for c in asked.calls] == [
+        assert [c.model_dump(exclude_none=True) for c in asked.calls] == [
             {
                 "call_id": "call_1_2",
                 "tool": "pay",
