@@ -95,3 +95,27 @@ async def test_a_plan_node_cannot_be_edited(tmp_path: Path) -> None:
     later, _ = agent(tmp_path, [])
     with pytest.raises(UserError, match="node T1 of a plan, which is approved or rejected"):
         later.resume("plan-1", {"T1": Approve(arguments={"a": 5, "b": 2})})
+
+
+async def test_a_held_call_in_a_plan_stops_the_plan(tmp_path: Path) -> None:
+    """Without `approve_plan`, a node whose call needs approval (the agent's policy) holds the
+    run; resumed with it approved, the plan (replayed) goes on from there."""
+
+    def needs_approval(tool: str, arguments: dict[str, Any]) -> bool:
+        return tool == "add"
+
+    settings = AgentSettings(trajectory_dir=tmp_path / "trajectories")
+    first = Agent(
+        ScriptedModel([PLAN]), workspace=TEST_WORKSPACE, settings=settings, approval=needs_approval
+    )
+    held = await first.run("Go", strategy="planned", run_id="plan-2")
+    assert held.status == "needs_approval"
+    (asked,) = of(held.trajectory.events, ApprovalRequestedEvent)
+    assert [(c.call_id, c.node) for c in asked.calls] == [("T1", None)]
+    assert of(held.trajectory.events, ToolStartedEvent) == []
+    model = ScriptedModel([finish("3")])
+    later = Agent(model, workspace=TEST_WORKSPACE, settings=settings, approval=needs_approval)
+    result = await later.resume("plan-2", {"T1": Approve()})
+    assert (result.status, result.answer) == ("ok", "3")
+    assert [r.purpose for r in model.requests] == ["join"]
+    assert [e.name for e in of(result.trajectory.events, ToolStartedEvent)] == ["add", "echo"]
