@@ -512,11 +512,17 @@ class ApprovalRequestedEvent(EventBase):
     calls: list[PendingCall]
 
 
+def _tag_required(schema: dict[str, Any]) -> None:
+    """A decision's `decision` has a default in Python (`Approve()`), but JSON must name it:
+    it is the tag that tells the two apart."""
+    schema["required"] = ["decision", *schema.get("required", [])]
+
+
 class Approve(BaseModel):
     """Run the pending call: as the model wrote it, or with `arguments` instead (an edit,
     validated against the tool's schema before anything runs)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_tag_required)
 
     decision: Literal["approve"] = "approve"
     arguments: dict[str, JsonValue] | None = None
@@ -525,7 +531,7 @@ class Approve(BaseModel):
 class Reject(BaseModel):
     """Do not run the pending call: the model reads `reason` as the call's error."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_tag_required)
 
     decision: Literal["reject"] = "reject"
     reason: str

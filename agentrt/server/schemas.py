@@ -11,11 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentrt.events import Event
+from agentrt.events import Decision, Event
 from agentrt.trajectory.format import TrajectoryHeader
 
 __all__ = [
     "ID_PATTERN",
+    "ApprovalRequest",
     "ErrorBody",
     "FieldError",
     "LimitErrorBody",
@@ -87,6 +88,18 @@ class RunRequest(MessageRequest):
         None,
         pattern=ID_PATTERN,
         description="Runs of one session see the session's earlier questions and answers.",
+    )
+
+
+class ApprovalRequest(BaseModel):
+    """A person's decisions on the calls a run holds (its `approval_requested` event)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decisions: dict[str, Decision] = Field(
+        description='By call id: `{"decision": "approve"}` (with `arguments` to edit them) '
+        'or `{"decision": "reject", "reason": …}` (the model reads the reason).',
+        min_length=1,
     )
 
 

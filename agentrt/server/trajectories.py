@@ -61,7 +61,7 @@ def read_run(path: Path) -> RunInfo:
 
     :raises ValueError: the file is not a trajectory (the message names the file and line)
     """
-    trajectory = Trajectory.read(path)
+    trajectory = Trajectory.read(path, torn=True)  # a run whose process died mid-line
     header, end = trajectory.header, trajectory.finished
     return RunInfo(
         run_id=header.run_id,
