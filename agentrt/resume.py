@@ -166,6 +166,7 @@ class ResumingModel:
         self.answers = answers
         self.on_live = on_live
         self._live_yet = False
+        self._replaying = False
 
     @property
     def name(self) -> str:
@@ -175,6 +176,12 @@ class ResumingModel:
     def native_tools(self) -> bool:
         return self.live.native_tools
 
+    @property
+    def starts_in_reasoning(self) -> bool:
+        # A recorded answer holds the `<think>` its prompt opened (`ModelResponseEvent.text`):
+        # read while it streams, the live model's word would open the block twice.
+        return not self._replaying and bool(getattr(self.live, "starts_in_reasoning", False))
+
     def __getattr__(self, name: str) -> Any:
         # The optional attributes a backend may have (`final_result_tool`,
         # `starts_in_reasoning`, …) are the live model's.
@@ -182,6 +189,7 @@ class ResumingModel:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         turn = self.answers.take(request.purpose)
+        self._replaying = turn is not None
         if turn is not None:
             return ScriptedModel([turn], name=self.live.name).stream(request)
         if not self._live_yet:

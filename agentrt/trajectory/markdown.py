@@ -47,7 +47,10 @@ def render_markdown(trajectory: Trajectory) -> str:
     ]
     out += _body(trajectory.events)
     if end is not None:
-        heading = "## Question to the user" if end.status == "needs_input" else "## Answer"
+        heading = {
+            "needs_input": "## Question to the user",
+            "needs_approval": "## Waiting for approval",
+        }.get(end.status, "## Answer")
         out += ["", heading, "", end.answer or f"(none: {end.error or end.status})"]
         calls = Counter(e.name for e in trajectory.events if isinstance(e, ToolCallEvent))
         if calls:

@@ -75,6 +75,10 @@ def test_resume_approves_all_from_the_command_line(tmp_path: Path) -> None:
     (resumed,) = [e for e in events if isinstance(e, RunResumedEvent)]
     assert (resumed.replayed_turns, resumed.previous) == (1, "held-1~1.jsonl")
 
+    replayed = agentrt("replay", str(folder), cwd=tmp_path)  # both attempts' files
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.count("no difference") == 2, replayed.stdout
+
 
 def test_resume_usage_errors(tmp_path: Path) -> None:
     folder = held_run(tmp_path)

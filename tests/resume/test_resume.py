@@ -23,6 +23,8 @@ from agentrt import (
     ApprovalRequestedEvent,
     Approve,
     Event,
+    ModelResponseEvent,
+    ReasoningDeltaEvent,
     Reject,
     RunFinishedEvent,
     RunResumedEvent,
@@ -355,3 +357,32 @@ def test_the_readme_snippet_runs_as_written(tmp_path: Path) -> None:
     done = run_python("approve.py", cwd=tmp_path)
     assert done.stdout.splitlines() == ["needs_approval", "ok Paid."]
     assert file_names(tmp_path) == ["pay-bob.jsonl", "pay-bob~1.jsonl"]
+
+
+async def test_a_recorded_answer_that_began_in_reasoning_replays_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """A model whose prompt opens `<think>` (`starts_in_reasoning`): its recorded answer holds
+    that `<think>`, so the replayed turn reasons and calls exactly as the original did."""
+    ledger = Ledger()
+    first = ScriptedModel(["I should pay.</think>" + FIRST_TURN])
+    first.starts_in_reasoning = True  # type: ignore[attr-defined]
+    held = await agent_for(tmp_path, first, ledger).run(QUESTION, run_id="think-1")
+    assert held.status == "needs_approval"
+    live = ScriptedModel(["Done.</think>Paid."])
+    live.starts_in_reasoning = True  # type: ignore[attr-defined]
+    result = await agent_for(tmp_path, live, ledger).resume("think-1", {"call_1_2": Approve()})
+    assert (result.status, result.answer) == ("ok", "Paid.")
+
+    def reasoning(events: list[Event], step: int) -> str:
+        return "".join(
+            e.text for e in events if isinstance(e, ReasoningDeltaEvent) and e.step == step
+        )
+
+    assert reasoning(result.trajectory.events, 1) == reasoning(held.trajectory.events, 1)
+    assert reasoning(result.trajectory.events, 1) == "I should pay."
+
+    def recorded(events: list[Event]) -> list[str]:
+        return [e.text for e in events if isinstance(e, ModelResponseEvent) and e.step == 1]
+
+    assert recorded(result.trajectory.events) == recorded(held.trajectory.events)
