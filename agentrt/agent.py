@@ -343,8 +343,13 @@ class Agent(Generic[DepsT, OutputT]):
         given = dict(decisions or {})
         kept = check_resumable(run_id, recording, given, self.workspace.tools)
         header = recording.header
+        # As a replay does: a strategy the model chose is chosen again from its recorded answer.
         forced = next(
-            (e.query_type for e in recording.events if isinstance(e, ClassifiedEvent)),
+            (
+                e.query_type
+                for e in recording.events
+                if isinstance(e, ClassifiedEvent) and e.method == "forced"
+            ),
             None,
         )
         request = self._request(header.query, header.session_id, forced, None, None, deps)
@@ -517,8 +522,6 @@ class Agent(Generic[DepsT, OutputT]):
         self, ctx: RunContext, cancel: anyio.CancelScope, request: _Request, outcome: _Outcome
     ) -> None:
         progress = Progress()
-        if request.resume is not None:
-            request.resume.set_aside()
         session = self.sessions.get(request.session_id) if request.session_id else None
         if request.history is not None:
             outcome.history = request.history
@@ -570,6 +573,8 @@ class Agent(Generic[DepsT, OutputT]):
         outcome: _Outcome,
     ) -> None:
         """Classify, plan and answer; then make the answer the output type."""
+        if request.resume is not None:
+            request.resume.set_aside()
         tool_format = await self._resolve_tool_format()
         if self._mcp is not None:
             await self._mcp.settled()

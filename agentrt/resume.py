@@ -236,19 +236,38 @@ class Resumption:
     answers: RecordedAnswers
     tools: ResumingTools
     previous: Path = field(init=False)
+    inode: int = field(init=False)
     ctx: RunContext | None = None
+    _aside: bool = False
     _reported: bool = False
 
     def __post_init__(self) -> None:
         self.previous = set_aside_name(self.path)
+        self.inode = self.path.stat().st_ino
+        """Which file this resume read: a later resume of the run writes a new one."""
 
     def set_aside(self) -> None:
-        """Keep the earlier attempt's file beside the new one, renamed."""
-        self.path.rename(self.previous)
+        """Keep the earlier attempt's file beside the new one, renamed.
+
+        :raises UserError: the file is no longer the one this resume read (another resume of
+            the run came first) or cannot be renamed; the run ends `error`, and nothing is
+            written into the file
+        """
+        try:
+            if self.path.stat().st_ino != self.inode:
+                msg = "another resume of the run came first"
+                raise OSError(msg)
+            self.path.rename(self.previous)
+        except OSError as exc:
+            if self.ctx is not None:
+                self.ctx.writer = None
+            msg = f"the earlier attempt cannot be set aside, so the run is not resumed: {exc}"
+            raise UserError(msg) from None
+        self._aside = True
 
     def caught_up(self) -> None:
         """The recording has run out: say so in the run (once)."""
-        if self._reported or self.ctx is None:
+        if self._reported or not self._aside or self.ctx is None:
             return
         self._reported = True
         self.ctx.emit(

@@ -386,3 +386,25 @@ async def test_a_recorded_answer_that_began_in_reasoning_replays_as_it_was(
         return [e.text for e in events if isinstance(e, ModelResponseEvent) and e.step == 1]
 
     assert recorded(result.trajectory.events) == recorded(held.trajectory.events)
+
+
+async def test_of_two_resumes_made_at_once_the_second_ends_error(tmp_path: Path) -> None:
+    """Both read the held file; the first to start sets it aside and resumes. The second
+    ends `error` without touching the first's file."""
+    ledger = Ledger()
+    run_id = await held_run(tmp_path, ledger)
+    one = agent_for(tmp_path, ScriptedModel(["Paid."]), ledger).resume(
+        run_id, {"call_1_2": Approve()}
+    )
+    two = agent_for(tmp_path, ScriptedModel(["Paid again."]), ledger).resume(
+        run_id, {"call_1_2": Approve()}
+    )
+    first = await one
+    assert first.status == "ok"
+    second = await two
+    assert second.status == "error"
+    assert "another resume of the run came first" in str(second.error)
+    assert len(ledger.paid) == 1
+    assert file_names(tmp_path) == ["pay-1.jsonl", "pay-1~1.jsonl"]
+    assert first.path is not None
+    assert Trajectory.read(first.path).events[-1].status == "ok"  # type: ignore[union-attr]
