@@ -33,7 +33,9 @@ from agentrt.catalog.metadata import Registry
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.classify import Unclassified, classify
 from agentrt.events import (
+    ApprovalRequestedEvent,
     ClassifiedEvent,
+    Decision,
     Event,
     NarrowedTool,
     RunFinishedEvent,
@@ -44,7 +46,7 @@ from agentrt.events import (
     TurnStartedEvent,
 )
 from agentrt.exceptions import AgentrtError, TokenLimitReached, UserError
-from agentrt.execution import Executor
+from agentrt.execution import ApprovalPolicy, Executor
 from agentrt.logs import get_logger
 from agentrt.mcp.client import MCPTools
 from agentrt.mcp.config import MCPServer
@@ -54,6 +56,14 @@ from agentrt.output import FINAL_RESULT, OutputSpec, structured_output
 from agentrt.parsing.answers import JSONProblem
 from agentrt.planning import PlannerInput, PlannerResult, Progress, run_planner
 from agentrt.result import AgentRun, RunResult
+from agentrt.resume import (
+    RecordedAnswers,
+    RecordedResults,
+    ResumingModel,
+    ResumingTools,
+    Resumption,
+    check_resumable,
+)
 from agentrt.run import RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.sqlite import SqliteSessionStore
@@ -62,7 +72,7 @@ from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy, VmStrategy
 from agentrt.tool import Tool, ToolRunner, ToolStorage, run_tool
 from agentrt.trajectory.format import Trajectory, TrajectoryHeader
-from agentrt.trajectory.writer import TrajectoryWriter, trajectory_path
+from agentrt.trajectory.writer import TrajectoryWriter, find_trajectory, trajectory_path
 from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
 
@@ -91,6 +101,10 @@ class _Request:
     deps: Any
     run_id: str | None = None
     """Given by the caller, or None for a new one."""
+    resume: Resumption | None = None
+    """The earlier attempt this run carries on (`Agent.resume`)."""
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
+    """A person's decisions on calls that need approval, by call id."""
 
 
 # A run id names its trajectory file: no slash and no leading dot (the server's `ID_PATTERN`).
@@ -139,6 +153,9 @@ class Agent(Generic[DepsT, OutputT]):
     :param mcp_servers: MCP servers whose tools join the workspace's (beside those its
         `mcp.yaml` declares): started by `async with agent:` (or `await agent.start()`),
         stopped when it ends (`aclose()`)
+    :param approval: `approval(tool_name, arguments) -> bool`: True holds the call for a
+        person's approval (as `Tool(requires_approval=True)` does for every call of a tool):
+        the run ends `needs_approval`, and `resume` carries the decision on
     :raises UserError: a tool or output type that cannot be described to a model, two tools of
         one name, a tool whose `ToolContext[D]` does not fit `deps_type`
     """
@@ -157,8 +174,10 @@ class Agent(Generic[DepsT, OutputT]):
         tool_runner: ToolRunner = run_tool,
         instrument: bool | InstrumentationSettings = False,
         mcp_servers: Sequence[MCPServer] = (),
+        approval: ApprovalPolicy | None = None,
     ) -> None:
         self.model = model
+        self.approval = approval
         self._instrumentation = _instrumentation(instrument)
         self.settings = settings or AgentSettings()
         self.tool_runner = tool_runner
@@ -252,6 +271,7 @@ class Agent(Generic[DepsT, OutputT]):
         strategy: str | None = None,
         scope: Sequence[str] | None = None,
         run_id: str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> AgentRun[OutputT]:
         """Run the agent on `query`: `await` it for the `RunResult`, or iterate it for every
         event, the last `run_finished` (see `AgentRun`).
@@ -266,6 +286,9 @@ class Agent(Generic[DepsT, OutputT]):
         :param run_id: the run's id (it names the trajectory file), for a caller that has one
             already (an AG-UI client's `runId`); a new one by default. Keeping ids unique is
             the caller's part
+        :param decisions: a person's decisions on calls that need approval, by call id, made
+            in advance (a replay of a resumed run passes those it was resumed with); a call
+            needing approval without one is held, and the run ends `needs_approval`
         :raises UserError: the query is empty, the strategy unknown, the scope malformed, the
             deps missing or of the wrong type, the run id not one a file can be named by
             (before anything runs)
@@ -279,6 +302,65 @@ class Agent(Generic[DepsT, OutputT]):
                 )
                 raise UserError(msg)
             request = replace(request, run_id=run_id)
+        if decisions:
+            request = replace(request, decisions=dict(decisions))
+        ctx = self._new_run(request)
+        outcome = _Outcome()
+        return AgentRun(
+            self._events(ctx, request, outcome),
+            functools.partial(self._result, ctx, outcome),
+        )
+
+    def resume(
+        self,
+        run_id: str,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deps: DepsT = None,  # type: ignore[assignment]
+    ) -> AgentRun[OutputT]:
+        """Carry on run `run_id` from its trajectory, as `run` does a new one (await it or
+        iterate it): a run that ended `needs_approval`, with a decision per held call, or one
+        whose process died before `run_finished` (see `agentrt.resume`). Its recorded model
+        answers are not asked again and its completed tool calls not run again.
+
+        :param decisions: by call id, `Approve()`, `Approve(arguments={...})` (edited) or
+            `Reject(reason)` (the model reads the reason as the call's error)
+        :param deps: what the run's tools get as `ctx.deps` (never recorded)
+        :raises UserError: no trajectory folder is set, or no run has this id; the run
+            finished; it awaits approval and no decision is given; a decision names a call
+            that is not pending, or edits its arguments into ones its tool refuses
+        """
+        folder = self.settings.trajectory_dir
+        path = find_trajectory(folder, run_id) if folder is not None else None
+        if path is None:
+            where = f"in {folder}" if folder is not None else "(no trajectory_dir is set)"
+            msg = f"no run {run_id!r} to resume {where}"
+            raise UserError(msg)
+        try:
+            recording = Trajectory.read(path, torn=True)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        given = dict(decisions or {})
+        kept = check_resumable(run_id, recording, given, self.workspace.tools)
+        header = recording.header
+        # As a replay does: a strategy the model chose is chosen again from its recorded answer.
+        forced = next(
+            (
+                e.query_type
+                for e in recording.events
+                if isinstance(e, ClassifiedEvent) and e.method == "forced"
+            ),
+            None,
+        )
+        request = self._request(header.query, header.session_id, forced, None, None, deps)
+        resumption = Resumption(
+            path=path,
+            recording=recording,
+            decisions=kept,
+            answers=RecordedAnswers(recording),
+            tools=ResumingTools(RecordedResults(recording, completed_only=True), self.tool_runner),
+        )
+        request = replace(request, run_id=run_id, resume=resumption, decisions=kept)
         ctx = self._new_run(request)
         outcome = _Outcome()
         return AgentRun(
@@ -354,12 +436,21 @@ class Agent(Generic[DepsT, OutputT]):
         run_id = request.run_id or (
             datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
         )
+        resume = request.resume
         writer = None
-        if self.settings.trajectory_dir is not None:
+        if resume is not None:
+            writer = TrajectoryWriter(resume.path)  # beside the earlier attempt
+        elif self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
         header = self._header(run_id, request.query, request.session_id)
         limits = TokenLimits(self.settings.token_budget, self.settings.max_turn_tokens)
-        ctx = RunContext(run_id, self.model, header, writer, limits)
+        model: Model = self.model
+        if resume is not None:
+            header.resumed_from = resume.previous.name
+            model = ResumingModel(self.model, resume.answers, resume.caught_up)
+        ctx = RunContext(run_id, model, header, writer, limits)
+        if resume is not None:
+            resume.ctx = ctx
         if self._instrumentation is not None:
             ctx.observe = self._instrumentation.observer(header, self.model)
         return ctx
@@ -383,7 +474,9 @@ class Agent(Generic[DepsT, OutputT]):
             max_concurrency=self.settings.max_concurrency,
             max_observation_chars=self.settings.max_observation_chars,
             storage=ToolStorage(artifacts, output_dir, request.deps),
-            runner=self.tool_runner,
+            runner=request.resume.tools if request.resume is not None else self.tool_runner,
+            approval=self.approval,
+            decisions=request.decisions,
         )
 
     async def _events(
@@ -445,6 +538,8 @@ class Agent(Generic[DepsT, OutputT]):
         finally:
             if outcome.status == "cancelled":
                 outcome.error = "the run was cancelled"
+            if request.resume is not None:
+                request.resume.caught_up()  # a resume that never reached the live model
             try:
                 ctx.emit(
                     RunFinishedEvent,
@@ -478,6 +573,8 @@ class Agent(Generic[DepsT, OutputT]):
         outcome: _Outcome,
     ) -> None:
         """Classify, plan and answer; then make the answer the output type."""
+        if request.resume is not None:
+            request.resume.set_aside()
         tool_format = await self._resolve_tool_format()
         if self._mcp is not None:
             await self._mcp.settled()
@@ -591,6 +688,7 @@ class Agent(Generic[DepsT, OutputT]):
                 "tools": {t.name: tools[t.name].schema_hash for t in offered},
             }
         )
+        ctx.durable = True  # the header is complete: the file may start
         ctx.emit(
             StrategySelectedEvent,
             strategy=strategy.name,
@@ -619,7 +717,11 @@ class Agent(Generic[DepsT, OutputT]):
             settings=self.settings,
             progress=progress,
         )
-        return await run_planner(task, strategy, self.workspace, self._retrieve)
+        result = await run_planner(task, strategy, self.workspace, self._retrieve)
+        if executor.pending:
+            ctx.emit(ApprovalRequestedEvent, calls=executor.pending)
+            result.status, result.answer = "needs_approval", None
+        return result
 
     async def _narrow(self, strategy: Strategy, query: str) -> list[NarrowedTool]:
         """The tools a run of `strategy` offers for `query` (see `agentrt.catalog.index.narrow`)."""

@@ -38,10 +38,14 @@ from agentrt.eval.ray import ray_runner
 from agentrt.eval.runner import EvalSpec, Evaluator
 from agentrt.eval.runner import evaluate as run_questions
 from agentrt.events import (
+    ApprovalRequestedEvent,
+    Approve,
     ClassifiedEvent,
+    Decision,
     Event,
     GuardEvent,
     ReasoningDeltaEvent,
+    Reject,
     RunFinishedEvent,
     StrategySelectedEvent,
     TextDeltaEvent,
@@ -57,6 +61,7 @@ from agentrt.models.spec import load_model as _load_model
 from agentrt.settings import AgentSettings
 from agentrt.trajectory.format import Trajectory
 from agentrt.trajectory.replay import Outcome, ReplayReport, ToolSource
+from agentrt.trajectory.writer import find_trajectory
 from agentrt.workspace import default_workspace_path
 
 app = typer.Typer(
@@ -67,6 +72,9 @@ app = typer.Typer(
 err = Console(stderr=True, soft_wrap=True)
 
 _FILE = {"exists": True, "dir_okay": False}
+
+_EXIT_CODES = {"ok": 0, "needs_input": 3, "needs_approval": 4}
+"""`agentrt run`'s and `agentrt resume`'s exit status by the run's status; any other is 1."""
 
 DEMO_QUESTION = (
     "How many days are there from 2024-02-10 to 2025-03-01, and what is the square root of 1764?"
@@ -149,7 +157,8 @@ def run(
     """Answer QUESTION, showing the run live: streamed text, tool calls, the answer.
 
     Exit status 0 when answered, 3 when the model asks a question back (answer it with the
-    same --session and --sessions), 1 when the run failed, 2 on a usage error."""
+    same --session and --sessions), 4 when a tool call awaits approval (`agentrt resume`), 1
+    when the run failed, 2 on a usage error."""
     configure_logging()
     try:
         agent = Agent(
@@ -177,7 +186,7 @@ def run(
     except UserError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    raise typer.Exit({"ok": 0, "needs_input": 3}.get(status, 1))
+    raise typer.Exit(_EXIT_CODES.get(status, 1))
 
 
 async def _consume(
@@ -191,6 +200,84 @@ async def _consume(
             if isinstance(event, RunFinishedEvent):
                 status = event.status
     return status
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="The run to carry on.")],
+    approve: Annotated[
+        list[str] | None,
+        typer.Option(help="Approve this held call (a call id), or `all` of them. Repeatable."),
+    ] = None,
+    reject: Annotated[
+        list[str] | None,
+        typer.Option(help="CALL_ID=REASON: reject a held call; the model reads the reason."),
+    ] = None,
+    arguments: Annotated[
+        list[str] | None,
+        typer.Option(help="CALL_ID=JSON: approve a held call with these arguments instead."),
+    ] = None,
+    model: Annotated[str, typer.Option(help=MODEL_HELP)] = "local",
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace folder (default: the run's own).")
+    ] = None,
+    trajectories: Annotated[
+        Path, typer.Option(help="Where the run is recorded (default: ./trajectories).")
+    ] = Path("trajectories"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print NDJSON events instead.")] = False,
+) -> None:
+    """Carry on run RUN_ID from its trajectory: one awaiting approval (decide with --approve,
+    --reject, --arguments) or one whose process died. Recorded model answers are not asked
+    again, completed tool calls not run again. Exit status as `agentrt run`'s."""
+    configure_logging()
+    with _usage_errors():
+        path = find_trajectory(trajectories, run_id)
+        if path is None:
+            msg = f"no run {run_id!r} in {trajectories}"
+            raise UserError(msg)
+        try:
+            header = Trajectory.read(path, torn=True)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        folder = workspace or header.header.workspace
+        if folder is None:
+            msg = "the run's tools were given in code: resume it there, with agent.resume()"
+            raise UserError(msg)
+        settings = AgentSettings.model_validate(
+            {**header.header.settings, "trajectory_dir": trajectories}
+        )
+        agent = Agent(workspace=folder, model=_load_model(model), settings=settings)
+        decisions = _decisions(header, approve or [], reject or [], arguments or [])
+        events = agent.resume(run_id, decisions)
+        show: Callable[[Event], None] = _print_json if as_json else _Live(Console())
+        status = anyio.run(_consume, agent, events, show)
+    raise typer.Exit(_EXIT_CODES.get(status, 1))
+
+
+def _decisions(
+    recording: Trajectory, approve: list[str], reject: list[str], arguments: list[str]
+) -> dict[str, Decision]:
+    """The command line's decisions by call id (`all`: every call the run holds)."""
+    held = [e for e in recording.events if isinstance(e, ApprovalRequestedEvent)]
+    decisions: dict[str, Decision] = {}
+    for call_id in approve:
+        ids = [c.call_id for c in held[-1].calls] if call_id == "all" and held else [call_id]
+        decisions |= dict.fromkeys(ids, Approve())
+    for given in reject:
+        call_id, _, reason = given.partition("=")
+        decisions[call_id] = Reject(reason=reason or "rejected")
+    for given in arguments:
+        call_id, _, text = given.partition("=")
+        try:
+            edited = json.loads(text)
+        except ValueError as exc:
+            msg = f"--arguments {call_id}: not JSON ({exc})"
+            raise UserError(msg) from None
+        if not isinstance(edited, dict):
+            msg = f"--arguments {call_id}: give a JSON object of the tool's arguments"
+            raise UserError(msg)
+        decisions[call_id] = Approve(arguments=edited)
+    return decisions
 
 
 def _print_json(event: Event) -> None:
@@ -259,8 +346,12 @@ class _Live:
             if result and len(result) > 160:
                 result = result[:160] + "…"
             self.line(f"{mark} {event.name} [dim]{event.duration * 1000:.0f} ms[/] → {result}")
+        elif isinstance(event, ApprovalRequestedEvent):
+            for held in event.calls:
+                args = json.dumps(held.arguments, ensure_ascii=False)
+                self.line(f"[yellow]awaits approval[/] {held.call_id}: {held.tool} {args}")
         elif isinstance(event, RunFinishedEvent):
-            asked = event.status == "needs_input"
+            asked = event.status in ("needs_input", "needs_approval")
             if event.answer:
                 self.line("")
                 title = "question" if asked else "answer"

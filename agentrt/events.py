@@ -23,9 +23,12 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 __all__ = [
+    "ApprovalRequestedEvent",
+    "Approve",
     "AskEvent",
     "ClassifiedEvent",
     "CoverageEvent",
+    "Decision",
     "Event",
     "EventBase",
     "GuardEvent",
@@ -36,6 +39,7 @@ __all__ = [
     "NativeToolCall",
     "NodeSkippedEvent",
     "OutputDeltaEvent",
+    "PendingCall",
     "PipelineStep",
     "PlanAdaptedEvent",
     "PlanCreatedEvent",
@@ -45,9 +49,11 @@ __all__ = [
     "PlanWarningEvent",
     "PlannerFallbackEvent",
     "ReasoningDeltaEvent",
+    "Reject",
     "RepairEvent",
     "RequirementsEvent",
     "RunFinishedEvent",
+    "RunResumedEvent",
     "RunStartedEvent",
     "RunStatus",
     "StrategySelectedEvent",
@@ -65,9 +71,10 @@ __all__ = [
     "event_adapter",
 ]
 
-RunStatus = Literal["ok", "needs_input", "budget_exhausted", "cancelled", "error"]
+RunStatus = Literal["ok", "needs_input", "needs_approval", "budget_exhausted", "cancelled", "error"]
 """How a run ended. `needs_input`: the model asked the user a question (see `AskEvent`); the
-session's next run takes the user's reply."""
+session's next run takes the user's reply. `needs_approval`: a tool call awaits a person (see
+`ApprovalRequestedEvent`); `agent.resume` carries the decisions on."""
 
 ToolStatus = Literal["ok", "error", "timeout", "cancelled"]
 """How one tool call ended."""
@@ -482,6 +489,74 @@ class AskEvent(EventBase):
     question: str
 
 
+class PendingCall(BaseModel):
+    """A tool call that waits for a person's decision."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, JsonValue]
+    """As the tool would receive them (validated, defaults filled in), as JSON; a plan node's
+    as the plan wrote them (references to other nodes' results included)."""
+    step: int
+    node: str | None = None
+    """The plan node, when a whole `dag` plan awaits approval (`approve_plan`): the plan is
+    approved when every node is, rejected when one is (no edited arguments)."""
+
+
+class ApprovalRequestedEvent(EventBase):
+    """Tool calls wait for a person (`Tool(requires_approval=True)`, the agent's `approval`
+    policy): they did not run, and the run ends `needs_approval`. `agent.resume(run_id,
+    decisions)` continues it."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    calls: list[PendingCall]
+
+
+def _tag_required(schema: dict[str, Any]) -> None:
+    """A decision's `decision` has a default in Python (`Approve()`), but JSON must name it:
+    it is the tag that tells the two apart."""
+    schema["required"] = ["decision", *schema.get("required", [])]
+
+
+class Approve(BaseModel):
+    """Run the pending call: as the model wrote it, or with `arguments` instead (an edit,
+    validated against the tool's schema before anything runs)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_tag_required)
+
+    decision: Literal["approve"] = "approve"
+    arguments: dict[str, JsonValue] | None = None
+
+
+class Reject(BaseModel):
+    """Do not run the pending call: the model reads `reason` as the call's error."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_tag_required)
+
+    decision: Literal["reject"] = "reject"
+    reason: str
+
+
+Decision = Annotated[Approve | Reject, Field(discriminator="decision")]
+"""A person's answer to one pending call."""
+
+
+class RunResumedEvent(EventBase):
+    """A resumed run (`agent.resume`) has caught up with its earlier attempt: the events before
+    this one were replayed from that attempt's recording (model turns not asked again,
+    completed tool calls not run again); from here on the run is live."""
+
+    type: Literal["run_resumed"] = "run_resumed"
+    previous: str
+    """The earlier attempt's trajectory file, by name (kept beside this one)."""
+    replayed_turns: int
+    """Model answers taken from the recording instead of the model."""
+    reused_results: int
+    """Tool results taken from the recording instead of running the tool."""
+    decisions: dict[str, Decision] = Field(default_factory=dict)
+    """The decisions the resume was given, by call id."""
+
+
 class RunFinishedEvent(EventBase):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -525,6 +600,8 @@ Event = Annotated[
     | CoverageEvent
     | RepairEvent
     | AskEvent
+    | ApprovalRequestedEvent
+    | RunResumedEvent
     | RunFinishedEvent,
     Field(discriminator="type"),
 ]

@@ -4,7 +4,11 @@ run.
     parsed call ──► admit ──► (invalid: event + observation for the model)
                         └──► ToolCallEvent ──► Batch ──► execute ──► ToolFinishedEvent
 
-`admit` checks the tool exists, is allowed, and that the arguments fit its schema. `execute`
+`admit` checks the tool exists, is allowed, and that the arguments fit its schema. A call
+that needs a person's approval (`Tool(requires_approval=True)`, the agent's `approval` policy)
+does not run without one: `execute` holds it (`pending`, the run then ends `needs_approval`),
+rejects it (the reason is the call's error), or, approved, runs it (with edited arguments, if
+given). `execute`
 answers an identical repeated call from the run's cache (the duplicate guard), waits for a
 slot under the run's concurrency cap, and runs the tool under its timeout. Any exception a
 tool raises becomes an `error` result that the model sees as the call's observation.
@@ -22,7 +26,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +37,10 @@ from pydantic_core import to_jsonable_python
 from agentrt._validation import describe_errors
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.events import (
+    Decision,
     GuardEvent,
+    PendingCall,
+    Reject,
     ToolCallEvent,
     ToolCallInvalidEvent,
     ToolFinishedEvent,
@@ -46,7 +53,19 @@ from agentrt.run import RunContext
 from agentrt.sessions.store import Scope
 from agentrt.tool import Tool, ToolContext, ToolRunner, ToolStorage, run_tool
 
-__all__ = ["Batch", "Executor", "PreparedCall", "ToolOutcome", "canonical_arguments"]
+__all__ = [
+    "ApprovalPolicy",
+    "Batch",
+    "Executor",
+    "PreparedCall",
+    "ToolOutcome",
+    "canonical_arguments",
+    "edited_call",
+]
+
+ApprovalPolicy = Callable[[str, dict[str, JsonValue]], bool]
+"""`policy(tool_name, arguments)`: True when the call needs a person's approval before it runs
+(the arguments as validated, as JSON)."""
 
 _UNLIMITED = nullcontext()
 """The `limit` of a tool that shares none."""
@@ -92,6 +111,8 @@ class ToolOutcome:
     ends_run: bool = False
     asks_user: bool = False
     """The call asked the user a question (its output): the run pauses for the reply."""
+    pending: bool = False
+    """The call awaits a person's approval and did not run: the run ends `needs_approval`."""
 
 
 @dataclass(slots=True)
@@ -120,6 +141,9 @@ class Executor:
     :param max_observation_chars: longer observations are cut, with a note saying so
     :param storage: what the run's tools keep, handed to those that take a `ToolContext`
     :param runner: what invokes each tool (`run_tool`; a replay answers from a recording)
+    :param approval: which calls need a person's approval besides those of tools that
+        require it
+    :param decisions: a person's decisions on calls held earlier, by call id (a resume)
     """
 
     def __init__(
@@ -133,6 +157,8 @@ class Executor:
         max_observation_chars: int,
         storage: ToolStorage,
         runner: ToolRunner = run_tool,
+        approval: ApprovalPolicy | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> None:
         self.ctx = ctx
         self.tools = tools
@@ -142,6 +168,10 @@ class Executor:
         self.max_observation_chars = max_observation_chars
         self.storage = storage
         self.runner = runner
+        self.approval = approval
+        self.decisions = dict(decisions or {})
+        self.pending: list[PendingCall] = []
+        """Calls held for a person's approval, in the order they were reached."""
         self._cache: dict[str, _CacheEntry] = {}
         self._step_ran: tuple[int, dict[str, ToolOutcome]] = (0, {})
         """Uncached calls that ran in the latest step, by identity: if that step's turn is
@@ -203,6 +233,14 @@ class Executor:
 
         :param fresh: run it even if an identical call is in the cache (a deliberate retry)
         """
+        if self._needs_approval(call):
+            decision = self.decisions.get(call.call_id)
+            if decision is None:
+                return self._hold(call)
+            if isinstance(decision, Reject):
+                return self._reject(call, decision.reason)
+            if decision.arguments is not None:
+                call = edited_call(call, decision.arguments)
         if not call.key and not fresh:
             kept = self._kept[1].pop(call.identity, None) if self._kept[0] == call.step else None
             if kept is not None:
@@ -235,6 +273,48 @@ class Executor:
                 entry.done.set()
                 entry.done = None
         return entry.outcome
+
+    def _needs_approval(self, call: PreparedCall) -> bool:
+        if call.tool.requires_approval:
+            return True
+        return self.approval is not None and self.approval(call.tool.name, _json_of(call))
+
+    def _hold(self, call: PreparedCall) -> ToolOutcome:
+        """Keep `call` for a person to decide on: it does not run."""
+        self.pending.append(
+            PendingCall(
+                call_id=call.call_id, tool=call.tool.name, arguments=_json_of(call), step=call.step
+            )
+        )
+        return ToolOutcome(
+            call_id=call.call_id,
+            name=call.tool.name,
+            status=None,
+            observation="Error: this call awaits a person's approval; it has not run.",
+            arguments=call.arguments_json,
+            pending=True,
+        )
+
+    def _reject(self, call: PreparedCall, reason: str) -> ToolOutcome:
+        """A person refused `call`: it does not run, and the model reads why as its error."""
+        error = f"a person rejected this call: {reason}"
+        self.ctx.emit(
+            ToolFinishedEvent,
+            step=call.step,
+            call_id=call.call_id,
+            name=call.tool.name,
+            status="error",
+            error=error,
+            duration=0.0,
+        )
+        return ToolOutcome(
+            call_id=call.call_id,
+            name=call.tool.name,
+            status="error",
+            observation=f"Error: {error}",
+            arguments=call.arguments_json,
+            error=error,
+        )
 
     def keep_for_retry(self, step: int) -> None:
         """The turn of `step` broke off and is asked again: the uncached calls it ran keep
@@ -392,6 +472,24 @@ class Executor:
 def canonical_arguments(arguments: dict[str, Any]) -> str:
     """Arguments as JSON with sorted keys: equal JSON is an equal call, whatever the order."""
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def edited_call(call: PreparedCall, arguments: Mapping[str, Any]) -> PreparedCall:
+    """`call` with the arguments a person gave instead of the model's.
+
+    :raises ValidationError: they do not fit the tool's schema
+    """
+    validated = call.tool.args_model.model_validate(dict(arguments))
+    return PreparedCall(
+        call.step, call.call_id, call.tool, dict(validated), canonical_arguments(dict(arguments))
+    )
+
+
+def _json_of(call: PreparedCall) -> dict[str, JsonValue]:
+    """A call's arguments as the tool receives them (validated, defaults filled in), as JSON."""
+    value = _jsonable(call.arguments)
+    assert isinstance(value, dict)
+    return value
 
 
 def _jsonable(value: Any) -> JsonValue:

@@ -52,6 +52,10 @@ class DagPolicy(BaseModel):
     falls back to the `react` planner."""
     replans: int = Field(1, ge=0, le=5)
     """How often the run plans again (after the joiner asks, or a failure with `replan`)."""
+    approve_plan: bool = False
+    """A person approves each plan as a whole before any of its nodes runs: once it is valid,
+    the run ends `needs_approval` listing its nodes; `agent.resume` with every node approved
+    runs it, with one rejected has the model plan again, reading the reason."""
 
 
 class CommonError(BaseModel):

@@ -163,6 +163,7 @@ class Tool:
         ends_run: bool = False,
         asks_user: bool = False,
         cache: bool = True,
+        requires_approval: bool = False,
         args_model: type[BaseModel] | None = None,
         context_param: str | None = None,
         max_hung_threads: int = 4,
@@ -180,6 +181,7 @@ class Tool:
             question, the run ends `needs_input`, and the session's next run gets the reply
         :param cache: an identical repeated call is answered from the run's cache; turn off
             for tools whose result changes between calls
+        :param requires_approval: each call waits for a person's approval (`Agent.resume`)
         :param args_model: the argument model, when it is not to be read from the signature
             (with `context_param`, the parameter that receives the `ToolContext`)
         :param max_hung_threads: hung sync calls (see `_HungThreads`) at which calls are refused
@@ -191,11 +193,9 @@ class Tool:
         self.fn = fn
         self.name = name or fn.__name__
         self.description = description or summary
-        self.timeout = timeout
-        self.ends_run = ends_run
-        self.asks_user = asks_user
-        self.cache = cache
-        self.limit = limit
+        self.timeout, self.limit = timeout, limit
+        self.ends_run, self.asks_user = ends_run, asks_user
+        self.cache, self.requires_approval = cache, requires_approval
         self.is_async = inspect.iscoroutinefunction(fn)
         self.max_hung_threads, self.hung = max_hung_threads, _HungThreads()  # process-wide
         if args_model is None:
@@ -424,6 +424,7 @@ def tool(
     split: str | None = None,
     ends_run: bool = False,
     cache: bool = True,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -437,6 +438,7 @@ def tool(
     split: str | None = None,
     ends_run: bool = False,
     cache: bool = True,
+    requires_approval: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function into a `Tool`, bare (`@tool`) or with options (`@tool(timeout=5)`)."""
 
@@ -449,6 +451,7 @@ def tool(
             split=split,
             ends_run=ends_run,
             cache=cache,
+            requires_approval=requires_approval,
         )
 
     return wrap(fn) if fn is not None else wrap

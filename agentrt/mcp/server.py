@@ -109,7 +109,8 @@ class AnswerResult(BaseModel):
 
     status: RunStatus
     """`ok`; `needs_input` when the agent asks a question back (answer it in the same session);
-    `budget_exhausted`, `cancelled` or `error` otherwise."""
+    `needs_approval` when a tool call awaits a person (the agent's owner resumes it,
+    `Agent.resume`); `budget_exhausted`, `cancelled` or `error` otherwise."""
     answer: str | None
     """The answer (a typed output as its JSON text); for `needs_input`, the question."""
     output: JsonValue = None

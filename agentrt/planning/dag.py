@@ -11,6 +11,10 @@ A failed node, per the strategy's `dag.on_failure`: is run again (`retries` time
 dependants are skipped (`node_skipped`), or they are skipped and the run plans again with the
 failure in the prompt. Nodes that started before their plan was found invalid are cancelled if
 still running; a repaired plan that repeats one gets its result from the run's cache.
+
+With `dag.approve_plan`, no node starts while the plan streams: a valid plan is held for a
+person (the run ends `needs_approval`, its nodes listed), and runs once every node is approved
+(`agent.resume`), or is planned again when one is rejected, the reason in the prompt.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentrt._validation import describe_errors
 from agentrt.events import (
+    Approve,
     NodeSkippedEvent,
+    PendingCall,
     PlanCreatedEvent,
     PlanDecisionEvent,
     PlanInvalidEvent,
@@ -214,6 +220,8 @@ class _Attempt:
     text: str = ""
     problems: list[str] = field(default_factory=list)
     runs: dict[str, _NodeRun] = field(default_factory=dict)
+    rejected: str | None = None
+    """Why a person rejected the plan (`approve_plan`): the model plans again."""
 
     @property
     def failed(self) -> list[_NodeRun]:
@@ -238,6 +246,9 @@ class _Dag:
         kernel = self.kernel
         while (attempt := kernel.next_step()) is not None:
             plan = await kernel.turn(attempt, functools.partial(self._attempt, attempt))
+            if plan.rejected is not None:
+                self._follow_up(plan, "dag_replan.j2", reason=plan.rejected, results=[])
+                continue
             if plan.problems:
                 repairing = repairs < self.policy.repairs and kernel.budget_left
                 self.ctx.emit(
@@ -292,7 +303,7 @@ class _Dag:
                     if isinstance(chunk, TextChunk):
                         for raw in parser.feed(chunk.text):
                             run = self._admit(attempt, plan, raw)
-                            if run is not None:
+                            if run is not None and not self.policy.approve_plan:
                                 tasks.append(tg.create_task(self._run_node(attempt, plan, run)))
                     elif isinstance(chunk, UsageChunk):
                         usage = chunk.usage
@@ -307,6 +318,9 @@ class _Dag:
                     duration=time.perf_counter() - started,
                 )
                 self._check_whole(attempt, plan, parser)
+                if self.policy.approve_plan and not plan.problems and self._approved(plan):
+                    for run in plan.runs.values():
+                        tasks.append(tg.create_task(self._run_node(attempt, plan, run)))
             if failure is not None or plan.problems:
                 # A plan that will not run as a whole: stop what it started.
                 for t in tasks:
@@ -314,6 +328,33 @@ class _Dag:
         if failure is not None:
             raise failure
         return plan
+
+    def _approved(self, plan: _Attempt) -> bool:
+        """Whether a person approved the whole (valid) plan: every node approved. One node
+        rejected rejects the plan (`plan.rejected`); undecided, the plan is held."""
+        decisions = self.task.executor.decisions
+        verdicts = {r.call_id: decisions.get(r.call_id) for r in plan.runs.values()}
+        reasons = [
+            d.reason for d in verdicts.values() if d is not None and not isinstance(d, Approve)
+        ]
+        if reasons:
+            plan.rejected = "a person rejected the plan: " + "; ".join(reasons)
+            return False
+        if all(verdicts.values()):
+            return True
+        return self.kernel.hold(
+            [
+                PendingCall(
+                    call_id=r.call_id,
+                    tool=r.node.tool,
+                    arguments=r.node.args,
+                    step=self.kernel.steps,
+                    node=r.node.id,
+                )
+                for r in plan.runs.values()
+                if r.node is not None
+            ]
+        )
 
     def _admit(self, attempt: int, plan: _Attempt, raw: dict[str, Any]) -> _NodeRun | None:
         """A node just streamed in: start it (it waits for its dependencies) unless it is

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from agentrt._validation import describe_errors
-from agentrt.events import ModelErrorEvent, RunStatus, TurnStartedEvent
+from agentrt.events import ModelErrorEvent, PendingCall, RunStatus, TurnStartedEvent
 from agentrt.exceptions import AgentrtError, ModelError, StreamInterrupted, TokenLimitReached
 from agentrt.execution import PreparedCall, ToolOutcome
 from agentrt.models.base import Message, ModelRequest
@@ -51,6 +51,11 @@ def plan_tools(task: PlannerInput) -> dict[str, Tool]:
     """The tools a plan's steps may call: not those that end the run, which is the planner's
     business (its joiner, its final answer), not a step's."""
     return {n: t for n, t in task.tools.items() if not t.ends_run}
+
+
+class _Held(Exception):
+    """A plan's call awaits a person's approval: the plan stops, the run ends `needs_approval`
+    (`agent.resume` runs the plan again from its recording, the decision made)."""
 
 
 class Kernel:
@@ -102,15 +107,26 @@ class Kernel:
         self.progress.steps += 1
         return self.progress.steps
 
+    def hold(self, calls: Sequence[PendingCall]) -> NoReturn:
+        """Stop the plan: `calls` await a person's approval (the run ends `needs_approval`)."""
+        self.task.executor.pending.extend(calls)
+        raise _Held
+
     def result(self, status: RunStatus, answer: str | None = None) -> PlannerResult:
         return PlannerResult(status, answer)
 
     async def run(self, body: Callable[[], Awaitable[PlannerResult]]) -> PlannerResult:
         """The planner's `body`, its run-time failures (a model that fails, a plan that cannot
-        run) ending the run `error` with the steps taken so far, and a model answer cut by the
-        token budget or the per-call cap ending it `budget_exhausted`."""
+        run) ending the run `error` with the steps taken so far, a model answer cut by the
+        token budget or the per-call cap ending it `budget_exhausted`, and a plan's call held
+        for approval ending it `needs_approval`."""
         try:
             return await body()
+        except (_Held, ExceptionGroup) as exc:
+            # A plan's nodes run in a task group, which wraps what they raise.
+            if isinstance(exc, ExceptionGroup) and exc.split(_Held)[1] is not None:
+                raise
+            return PlannerResult("needs_approval", None)
         except TokenLimitReached as exc:
             # The partial answer and why it was cut are already recorded (`RunContext.stream`).
             return PlannerResult("budget_exhausted", None, str(exc))
@@ -176,4 +192,7 @@ class Kernel:
         prepared = executor.admit(piece, step=step, call_id=call_id, depends_on=depends_on)
         if not isinstance(prepared, PreparedCall):
             return prepared
-        return await executor.execute(prepared, fresh=fresh)
+        outcome = await executor.execute(prepared, fresh=fresh)
+        if outcome.pending:
+            raise _Held
+        return outcome

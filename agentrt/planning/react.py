@@ -6,8 +6,10 @@ starts it in the turn's task group. When the stream ends, the turn waits for its
 their observations, in call order, become the next turn's input.
 
 A run ends on a call to a tool that ends the run (`finish`), on a call to one that asks the user
-(`ask_user`: status `needs_input`, the question as the answer), on a turn with text and no tool
-calls (that text is the answer), or when the step or token budget is spent. A turn whose
+(`ask_user`: status `needs_input`, the question as the answer), after a turn with a call held
+for a person's approval (status `needs_approval`, once the turn's other calls have finished), on
+a turn with text and no tool calls (that text is the answer), or when the step or token budget
+is spent. A turn whose
 stream breaks off mid-answer is asked again (`turn_retries` times); its calls that were still
 running are cancelled, and its half-written call is never run.
 
@@ -111,6 +113,9 @@ class _ReAct:
             if ended is not None and self._finished_too_early(turn, ended):
                 ended = None
             self._remember(turn)
+            if any(o.pending for o in turn.outcomes):
+                # The turn's other calls ran; the held ones wait for a person (`agent.resume`).
+                return kernel.result("needs_approval")
             if ended is not None and ended.asks_user:
                 question = str(ended.output)
                 self.ctx.emit(AskEvent, step=step, call_id=ended.call_id, question=question)

@@ -54,6 +54,7 @@ from agentrt.server.guard import RequestGuard
 from agentrt.server.runs import Refusal, RunRegistry
 from agentrt.server.schemas import (
     ID_PATTERN,
+    ApprovalRequest,
     ErrorBody,
     FieldError,
     LimitErrorBody,
@@ -526,6 +527,60 @@ async def cancel_run(run_id: RunId, server: ServerDep) -> RunSummary:
     handle.cancel()
     await handle.finished.wait()
     return handle.summary()
+
+
+@_api.post(
+    "/runs/{run_id}/approvals",
+    response_class=Response,
+    responses={
+        **_START,
+        **_NOT_FOUND,
+        409: {"model": ErrorBody, "description": "The run is in progress, or has finished."},
+        200: {**_START[200], "headers": _STARTED_HEADER},
+    },
+    summary="Decide on a run's held calls and stream the resumed run",
+)
+async def post_approvals(
+    request: Request,
+    run_id: RunId,
+    body: ApprovalRequest,
+    caller: CallerDep,
+    server: ServerDep,
+    protocol: StreamProtocol = "agentrt",
+) -> Response:
+    """Resume a run that ended `needs_approval` with a decision per held call (`Agent.resume`),
+    and stream it as `POST /runs` does: the recorded turns are replayed, not asked again."""
+    fmt = _stream_format(request, protocol)
+    handle = server.registry.get(run_id)
+    if handle is not None and handle.live:
+        raise HTTPException(409, f"run {run_id!r} is in progress")
+    path = find_trajectory(server.trajectory_dir, run_id)
+    if path is None:
+        raise HTTPException(404, _no_run(run_id, server.trajectory_dir))
+    recorded = await anyio.to_thread.run_sync(read_run, path)
+    if recorded.state not in ("needs_approval", "unfinished"):
+        raise HTTPException(409, f"run {run_id!r} has finished ({recorded.state})")
+    refusal = server.registry.admit(caller, recorded.session_id)
+    if refusal is not None:
+        return _refused(refusal)
+    try:
+        events = await anyio.to_thread.run_sync(server.agent.resume, run_id, body.decisions)
+    except UserError as exc:
+        _invalid(("body", "decisions"), str(exc))
+    handle = server.registry.start(
+        events,
+        query=recorded.query,
+        session_id=recorded.session_id,
+        caller=caller,
+        run_id=run_id,
+    )
+    await handle.started.wait()
+    return EventStream(
+        run_chunks(handle, -1, fmt, server.settings.keepalive),
+        fmt,
+        on_close=handle.abandon,
+        headers={"X-Run-Id": run_id},
+    )
 
 
 @_api.get("/sessions/{session_id}", responses=_NOT_FOUND, summary="A session's runs")

@@ -11,11 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentrt.events import Event
+from agentrt.events import Decision, Event
 from agentrt.trajectory.format import TrajectoryHeader
 
 __all__ = [
     "ID_PATTERN",
+    "ApprovalRequest",
     "ErrorBody",
     "FieldError",
     "LimitErrorBody",
@@ -34,7 +35,14 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 """Run and session ids: no slash and no leading dot, so an id can never name another path."""
 
 RunState = Literal[
-    "running", "ok", "needs_input", "budget_exhausted", "cancelled", "error", "unfinished"
+    "running",
+    "ok",
+    "needs_input",
+    "needs_approval",
+    "budget_exhausted",
+    "cancelled",
+    "error",
+    "unfinished",
 ]
 """`running` while the run is live on this server; `unfinished` for a trajectory file without a
 `run_finished` that no live run is writing (its process stopped); otherwise the run's status."""
@@ -80,6 +88,18 @@ class RunRequest(MessageRequest):
         None,
         pattern=ID_PATTERN,
         description="Runs of one session see the session's earlier questions and answers.",
+    )
+
+
+class ApprovalRequest(BaseModel):
+    """A person's decisions on the calls a run holds (its `approval_requested` event)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decisions: dict[str, Decision] = Field(
+        description='By call id: `{"decision": "approve"}` (with `arguments` to edit them) '
+        'or `{"decision": "reject", "reason": …}` (the model reads the reason).',
+        min_length=1,
     )
 
 

@@ -17,15 +17,11 @@ from pydantic import ValidationError
 from agentrt.events import RunFinishedEvent
 from agentrt.server.schemas import ID_PATTERN, RunInfo, TrajectoryFile
 from agentrt.trajectory.format import Trajectory, TrajectoryHeader
+from agentrt.trajectory.writer import find_trajectory
 
 __all__ = ["find_trajectory", "list_trajectories", "read_run"]
 
 _ID = re.compile(ID_PATTERN)
-
-
-def find_trajectory(directory: Path, run_id: str) -> Path | None:
-    """The file of run `run_id`, in whichever day's folder it was started."""
-    return next(iter(sorted(directory.glob(f"*/{run_id}.jsonl"))), None)
 
 
 def list_trajectories(directory: Path, limit: int) -> list[TrajectoryFile]:
@@ -65,7 +61,7 @@ def read_run(path: Path) -> RunInfo:
 
     :raises ValueError: the file is not a trajectory (the message names the file and line)
     """
-    trajectory = Trajectory.read(path)
+    trajectory = Trajectory.read(path, torn=True)  # a run whose process died mid-line
     header, end = trajectory.header, trajectory.finished
     return RunInfo(
         run_id=header.run_id,

@@ -81,6 +81,9 @@ class TrajectoryHeader(BaseModel):
     """The type of the deps the run's tools were given (its name: never the value)."""
     output_type: str | None = None
     """The run's output type, when it is not `str`."""
+    resumed_from: str | None = None
+    """A resumed run (`agent.resume`): the file of its earlier attempt, kept beside this one
+    (`<run_id>~<n>.jsonl`)."""
 
 
 class Trajectory(BaseModel):
@@ -90,14 +93,20 @@ class Trajectory(BaseModel):
     events: list[Event]
 
     @classmethod
-    def read(cls, path: str | Path) -> Trajectory:
+    def read(cls, path: str | Path, *, torn: bool = False) -> Trajectory:
         """Load a trajectory file of any format agentrt has written, upgraded to today's.
+
+        :param torn: the file may end in a half-written line (its process died writing it):
+            a last line without its newline is left out
 
         :raises ValueError: the file is empty, a line is not what it should be (the message
             names the file and the line), or a newer agentrt wrote it
         """
         path = Path(path)
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        if torn and lines and not text.endswith("\n"):
+            lines.pop()
         if not lines:
             msg = f"{path}: empty file, not a trajectory"
             raise ValueError(msg)

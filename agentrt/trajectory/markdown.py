@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agentrt.events import (
+    ApprovalRequestedEvent,
     ClassifiedEvent,
     Event,
     ReasoningDeltaEvent,
+    RunResumedEvent,
     StrategySelectedEvent,
     TextDeltaEvent,
     ToolCallEvent,
@@ -45,7 +47,10 @@ def render_markdown(trajectory: Trajectory) -> str:
     ]
     out += _body(trajectory.events)
     if end is not None:
-        heading = "## Question to the user" if end.status == "needs_input" else "## Answer"
+        heading = {
+            "needs_input": "## Question to the user",
+            "needs_approval": "## Waiting for approval",
+        }.get(end.status, "## Answer")
         out += ["", heading, "", end.answer or f"(none: {end.error or end.status})"]
         calls = Counter(e.name for e in trajectory.events if isinstance(e, ToolCallEvent))
         if calls:
@@ -89,6 +94,15 @@ def _describe(e: Event) -> list[str]:
         return [f"- call `{e.call_id}` **{e.name}** `{_compact(e.arguments)}`"]
     if isinstance(e, ToolCallInvalidEvent):
         return [f"- invalid call `{e.call_id}`: {e.reason}"]
+    if isinstance(e, ApprovalRequestedEvent):
+        pending = ", ".join(f"`{c.call_id}` **{c.tool}**" for c in e.calls)
+        return ["", f"Waiting for approval: {pending}."]
+    if isinstance(e, RunResumedEvent):
+        return [
+            "",
+            f"Resumed from `{e.previous}`: {e.replayed_turns} model turns replayed, "
+            f"{e.reused_results} tool results reused; live from here.",
+        ]
     if isinstance(e, ToolFinishedEvent):
         result = e.error if e.status != "ok" else _compact(e.output)
         cached = ", from cache" if e.cached else ""

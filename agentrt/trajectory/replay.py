@@ -37,7 +37,7 @@ import json
 import math
 import re
 import tempfile
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +54,7 @@ from agentrt.events import (
     ModelResponseEvent,
     ReasoningDeltaEvent,
     RunFinishedEvent,
+    RunResumedEvent,
     TextDeltaEvent,
     ToolCallEvent,
     ToolFinishedEvent,
@@ -64,6 +65,7 @@ from agentrt.exceptions import ScriptExhausted, ToolError, UserError
 from agentrt.mcp.client import describe_changes
 from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel, ScriptedTurn
+from agentrt.resume import RecordedAnswers, RecordedResults, recorded_outcome
 from agentrt.settings import AgentSettings
 from agentrt.tool import Tool, ToolContext, run_tool
 from agentrt.trajectory.format import Trajectory, TrajectoryHeader
@@ -165,35 +167,20 @@ class ReplayReport(BaseModel):
 def recorded_model(trajectory: Trajectory) -> ScriptedModel:
     """A model that answers each call as the recorded run's model answered the call of the
     same purpose at the same place in the order."""
-    answers: dict[str, deque[ScriptedTurn]] = {}
-    for e in trajectory.events:
-        if isinstance(e, ModelResponseEvent):
-            turn = ScriptedTurn(
-                text=e.text, reasoning=e.reasoning, tool_calls=e.tool_calls, usage=e.usage
-            )
-            answers.setdefault(e.purpose, deque()).append(turn)
-    recorded = Counter({purpose: len(turns) for purpose, turns in answers.items()})
+    answers = RecordedAnswers(trajectory)
+    recorded = Counter(answers.recorded)
 
     def answer(request: ModelRequest) -> ScriptedTurn:
-        left = answers.get(request.purpose)
-        if not left:
+        turn = answers.take(request.purpose)
+        if turn is None:
             msg = (
                 f"the recording has {recorded[request.purpose]} model call(s) for "
                 f"{request.purpose!r}; today's run asks for more"
             )
             raise ScriptExhausted(msg)
-        return left.popleft()
+        return turn
 
     return ScriptedModel([answer] * recorded.total(), name=trajectory.header.model)
-
-
-@dataclass(slots=True)
-class _RecordedCall:
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    result: ToolFinishedEvent
-    used: bool = False
 
 
 class RecordedTools:
@@ -205,29 +192,10 @@ class RecordedTools:
     """
 
     def __init__(self, trajectory: Trajectory) -> None:
-        results = {
-            e.call_id: e
-            for e in trajectory.events
-            if isinstance(e, ToolFinishedEvent) and not e.cached
-        }
-        self.calls = [
-            _RecordedCall(e.call_id, e.name, e.arguments, results[e.call_id])
-            for e in trajectory.events
-            if isinstance(e, ToolCallEvent) and e.call_id in results
-        ]
+        self.results = RecordedResults(trajectory)
 
     async def __call__(self, tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
-        result = self.take(tool, context.call_id, arguments)
-        if result.status == "ok":
-            return result.output
-        if result.status == "timeout":
-            # The executor reports a TimeoutError out of a call as that call's timeout, in
-            # the same words as when the limit strikes, without waiting for it.
-            raise TimeoutError
-        if result.status == "cancelled":
-            msg = "replay: the recorded call was cancelled; the recording has no result for it"
-            raise ToolError(msg)
-        raise ToolError(result.error or "")
+        return recorded_outcome(self.take(tool, context.call_id, arguments))
 
     def take(self, tool: Tool, call_id: str, arguments: Mapping[str, Any]) -> ToolFinishedEvent:
         """The recorded result of the first unused call of `tool` with these arguments,
@@ -235,24 +203,13 @@ class RecordedTools:
 
         :raises ToolError: the recording has no such call
         """
-        wanted = tool.args_model.model_validate(dict(arguments)).model_dump(mode="json")
-        matches = [c for c in self.calls if not c.used and c.name == tool.name]
-        matches = [c for c in matches if _validated(tool, c.arguments) == wanted]
-        if not matches:
+        result = self.results.find(tool, call_id, arguments)
+        if result is None:
+            wanted = tool.args_model.model_validate(dict(arguments)).model_dump(mode="json")
             given = json.dumps(wanted, ensure_ascii=False, sort_keys=True)
             msg = f"replay: the recording has no (further) call of {tool.name} with {given}"
             raise ToolError(msg)
-        chosen = next((c for c in matches if c.call_id == call_id), matches[0])
-        chosen.used = True
-        return chosen.result
-
-
-def _validated(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    """Recorded arguments as today's tool would receive them; None if it would refuse them."""
-    try:
-        return tool.args_model.model_validate(arguments).model_dump(mode="json")
-    except ValidationError:
-        return None
+        return result
 
 
 async def replay(
@@ -299,7 +256,7 @@ async def replay(
         # A workspace loaded from its folder brings the MCP servers its mcp.yaml declares.
         async with again_agent:
             result = await again_agent.run(
-                header.query, session_id=header.session_id, strategy=forced, deps=deps
+                header.query, **_as_recorded(trajectory), strategy=forced, deps=deps
             )
     again = result.trajectory
     unasked: set[str] = set()
@@ -314,6 +271,13 @@ async def replay(
         workspaces=[str(w) for w in (header.workspace, loaded.root) if w is not None],
         unasked=unasked,
     )
+
+
+def _as_recorded(trajectory: Trajectory) -> dict[str, Any]:
+    """The recorded run's session, and the decisions a resumed run carried on with: its
+    replay runs the calls held for approval as the person decided."""
+    decided = next((e.decisions for e in trajectory.events if isinstance(e, RunResumedEvent)), None)
+    return {"session_id": trajectory.header.session_id, "decisions": decided}
 
 
 def _replay_settings(header: TrajectoryHeader, scratch: str) -> AgentSettings:
@@ -484,6 +448,8 @@ def _normalise(
     out: list[tuple[int, dict[str, Any]]] = []
     left_out = Usage()
     for e in events:
+        if isinstance(e, RunResumedEvent):
+            continue  # where a resume caught up: a replay runs straight through
         if isinstance(e, ModelResponseEvent) and e.purpose in unasked:
             left_out += e.usage
             continue

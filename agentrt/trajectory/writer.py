@@ -12,7 +12,7 @@ from agentrt.events import EventBase
 from agentrt.logs import get_logger
 from agentrt.trajectory.format import TrajectoryHeader
 
-__all__ = ["TrajectoryWriter", "keep_json", "trajectory_path"]
+__all__ = ["TrajectoryWriter", "find_trajectory", "keep_json", "trajectory_path"]
 
 log = get_logger("agentrt.trajectory")
 
@@ -31,6 +31,11 @@ class TrajectoryWriter:
 
     Between turns it writes once a second or every 32 events, whichever comes first: a slow
     run (a real model) is on disk turn by turn, a fast one is not slowed by a write per turn.
+    Besides, the run writes each model answer and each tool call's start and end before it
+    goes on (`RunContext.emit`): a completed side effect is on disk before anything else
+    happens, so a run whose process dies resumes (`agent.resume`) without doing it again. On
+    the overhead benchmark (10 turns × 4 no-op tools) this costs about 8% per turn (583 →
+    629 µs) and 2–4% of runs per second.
     The file is opened only to append, so a thousand concurrent runs hold no file handles.
     A failure to write is logged once and recording stops; the run itself goes on.
     """
@@ -94,3 +99,8 @@ _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 def trajectory_path(directory: Path, run_id: str) -> Path:
     """`<directory>/<yyyy-mm-dd>/<run_id>.jsonl`, dated in UTC."""
     return directory / datetime.now(UTC).strftime("%Y-%m-%d") / f"{run_id}.jsonl"
+
+
+def find_trajectory(directory: Path, run_id: str) -> Path | None:
+    """The file of run `run_id`, in whichever day's folder it was started."""
+    return next(iter(sorted(directory.glob(f"*/{run_id}.jsonl"))), None)

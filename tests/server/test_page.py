@@ -280,3 +280,26 @@ def test_an_mcp_tool_call_opens_like_any_other(
         assert json.loads(page.inner_text("#details-args")) == {"text": "sunny"}
         assert json.loads(page.inner_text("#details-result")) == "sunny"
         assert page.inner_text("#transcript .chip").startswith(name)
+
+
+def test_approve_a_held_call_from_the_page(page: Page, tmp_path: Path) -> None:
+    """A run held for approval shows the held call with its arguments; Approve resumes it
+    (the recorded turn replayed), and the page streams the resumed run to its answer."""
+    from agentrt import AgentSettings, ScriptedModel
+    from tests.resume.test_resume import FIRST_TURN, Ledger, make_tools
+
+    ledger = Ledger()
+    settings = AgentSettings(trajectory_dir=tmp_path / "trajectories")
+    agent = Agent(ScriptedModel([FIRST_TURN, "Paid."]), tools=make_tools(ledger), settings=settings)
+    with LiveServer(create_app(agent)) as server:
+        ask(page, server.url, "Pay Bob")
+        page.wait_for_selector("#state.needs_approval", timeout=30_000)
+        held = "#approvals .pending[data-call-id=call_1_2]"
+        assert json.loads(page.inner_text(f"{held} pre")) == {"to": "Bob", "amount": 30}
+        screenshot(page, "server-approval.png")
+        page.click(f"{held} button.approve")
+        page.wait_for_selector("#state.ok", timeout=30_000)
+        assert page.inner_text("#answer") == "Paid."
+        assert page.inner_text("#resumed").startswith("resumed from ")
+        assert page.is_hidden("#approvals")
+    assert ledger.paid == [{"to": "Bob", "amount": 30}]

@@ -42,6 +42,7 @@ def test_no_request_gets_a_server_error(workspace: Workspace, tmp_path: Path) ->
             "GET /runs/{run_id}",
             "GET /runs/{run_id}/events",
             "POST /runs/{run_id}/cancel",
+            "POST /runs/{run_id}/approvals",
             "GET /sessions/{session_id}",
             "POST /sessions/{session_id}/messages",
             "POST /ag-ui",

@@ -53,6 +53,7 @@ _FINISH_REASON: dict[RunStatus, str] = {
     "ok": "stop",
     "budget_exhausted": "length",
     "needs_input": "other",
+    "needs_approval": "other",
     "cancelled": "other",
     "error": "error",
 }

@@ -48,6 +48,8 @@ class RunView {
     this.lanes = []; // lane → {busy, until}: calls take the first lane free at their start
     this.lastT = 0;
     this.lastSeen = performance.now();
+    this.pending = []; // the calls an `approval_requested` holds for a person
+    this.resumed = null; // a resumed run's `run_resumed`
   }
 
   step(n) {
@@ -139,6 +141,12 @@ class RunView {
         this.freeLane(c);
         break;
       }
+      case "approval_requested":
+        this.pending = e.calls;
+        break;
+      case "run_resumed":
+        this.resumed = e;
+        break;
       case "run_finished":
         this.finished = e;
         this.state = e.status;
@@ -173,6 +181,7 @@ function schedule() {
 
 function render() {
   renderSummary();
+  renderApprovals();
   renderTimeline();
   renderDetails();
   renderTranscript();
@@ -196,6 +205,47 @@ function renderSummary() {
   box.append(
     el("p", { class: "query" }, el("span", { id: "state", class: `badge ${view.state}` }, view.state), " ", view.query),
     el("p", { class: "meta" }, facts.join(" · ")),
+  );
+}
+
+// The calls a run holds for approval, each with Approve and Reject (with a reason); once every
+// call has a decision, the run is resumed with them (POST /runs/{id}/approvals).
+let decisions = {};
+
+function renderApprovals() {
+  const box = $("approvals");
+  const held = view.state === "needs_approval" && !view.live ? view.pending : [];
+  box.hidden = !held.length;
+  if (!held.length) {
+    box.replaceChildren();
+    return;
+  }
+  if (box.dataset.runId === view.runId && box.childElementCount) return; // keep typed reasons
+  box.dataset.runId = view.runId;
+  decisions = {};
+  const decide = (call, decision, row) => {
+    decisions[call.call_id] = decision;
+    for (const b of row.querySelectorAll("button, input")) b.disabled = true;
+    row.append(el("span", { class: "hint" }, ` ${decision.decision === "approve" ? "approved" : "rejected"}`));
+    if (held.every((c) => decisions[c.call_id])) resumeRun(view.runId, decisions);
+  };
+  box.replaceChildren(
+    el("h3", {}, "Waiting for approval"),
+    ...held.map((call) => {
+      const reason = el("input", { class: "reason", placeholder: "reason (for Reject)" });
+      const row = el("div", { class: "pending", "data-call-id": call.call_id },
+        el("strong", {}, `${call.tool}${call.node ? ` (plan node ${call.node})` : ""}`), ` ${call.call_id}`,
+        el("pre", {}, json(call.arguments)));
+      row.append(
+        el("button", { type: "button", class: "approve", onclick: () => decide(call, { decision: "approve" }, row) }, "Approve"),
+        " ", reason, " ",
+        el("button", {
+          type: "button", class: "reject",
+          onclick: () => decide(call, { decision: "reject", reason: reason.value.trim() || "rejected" }, row),
+        }, "Reject"),
+      );
+      return row;
+    }),
   );
 }
 
@@ -321,6 +371,11 @@ function select(callId) {
 function renderTranscript() {
   const box = $("transcript");
   box.replaceChildren();
+  if (view.resumed) {
+    const r = view.resumed;
+    box.append(el("p", { class: "info", id: "resumed" },
+      `resumed from ${r.previous}: ${r.replayed_turns} model turns replayed, ${r.reused_results} tool results reused`));
+  }
   if (view.classified) {
     const c = view.classified;
     box.append(el("p", { class: "info" },
@@ -340,6 +395,7 @@ function renderTranscript() {
   }
   const f = view.finished;
   if (f && f.answer != null) box.append(el("div", { class: "answer", id: "answer" }, f.answer));
+  else if (f && f.status === "needs_approval") box.append(el("p", { class: "info", id: "answer" }, "needs_approval: waiting for a person's decision on the calls above"));
   else if (f) box.append(el("div", { class: "failure", id: "answer" }, `${f.status}: ${f.error || "no answer"}`));
 }
 
@@ -393,6 +449,18 @@ async function readEvents(res, into) {
 let abort = null;
 
 async function startRun(query, strategy, session) {
+  const body = { query };
+  if (strategy) body.strategy = strategy;
+  const url = session ? `sessions/${encodeURIComponent(session)}/messages` : "runs";
+  await streamRun(url, body, query);
+}
+
+// Resume a held run with a person's decisions: the resumed run streams like a new one.
+async function resumeRun(runId, given) {
+  await streamRun(`runs/${encodeURIComponent(runId)}/approvals`, { decisions: given }, view.query);
+}
+
+async function streamRun(url, body, query) {
   showError("");
   const fresh = new RunView();
   fresh.live = true;
@@ -400,9 +468,6 @@ async function startRun(query, strategy, session) {
   fresh.state = "running";
   show(fresh);
   abort = new AbortController();
-  const body = { query };
-  if (strategy) body.strategy = strategy;
-  const url = session ? `sessions/${encodeURIComponent(session)}/messages` : "runs";
   try {
     const res = await fetch(url, {
       method: "POST",
