@@ -20,11 +20,12 @@ test: .venv/.installed-dev chromium postgresql
 	.venv/bin/mkdocs build --strict
 	.venv/bin/pytest -n 2
 
-bench: .venv/.installed-dev
+bench: .venv/.installed-dev postgresql
 	.venv/bin/python benchmarks/overhead.py
 	.venv/bin/python benchmarks/retrieval.py
 	.venv/bin/python benchmarks/peers.py
 	.venv/bin/python benchmarks/faults.py
+	.venv/bin/python benchmarks/sessions.py
 
 # The server's web page is tested in Debian's Chromium, driven by Playwright (which cannot
 # download a browser of its own here). Installed once; as root, or with sudo.
