@@ -1,7 +1,7 @@
 """Internal. Sessions and runs in a SQLite file, shared by every process that opens it.
 
     turns   (session_id, position, run_id, base_version, messages, tools, created)
-    results (session_id, name, value, updated)     named results: last write wins per name
+    named_results (session_id, name, value, updated)   last write wins per name
     runs    (run_id, session_id, query, status, owner, trajectory, started, updated)
 
 Each call runs on a worker thread (`anyio.to_thread`) with a connection of its own, opened
@@ -11,6 +11,9 @@ statement. The file is in WAL mode, so readers never wait for a writer; writers 
 file's lock (`busy_timeout`), and an `append` takes it first (`BEGIN IMMEDIATE`), so its
 version check and insert are one step. A writer that dies mid-transaction leaves nothing: its
 uncommitted pages are never read.
+
+A file of the earlier layout (tables `sessions`, `messages`, `results`: each session rewritten
+whole) is imported on first open: each session becomes one turn, its data frames named results.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ CREATE TABLE IF NOT EXISTS turns (
     created TEXT NOT NULL,
     PRIMARY KEY (session_id, position)
 );
-CREATE TABLE IF NOT EXISTS results (
+CREATE TABLE IF NOT EXISTS named_results (
     session_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, updated TEXT NOT NULL,
     PRIMARY KEY (session_id, name)
 );
@@ -105,7 +108,9 @@ class SqliteSessionStore:
         ]
         await self._call(
             partial(
-                _executemany, sql="INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows=rows
+                _executemany,
+                sql="INSERT OR REPLACE INTO named_results VALUES (?, ?, ?, ?)",
+                rows=rows,
             ),
             write=True,
         )
@@ -176,6 +181,33 @@ def _connect(path: Path) -> Iterator[sqlite3.Connection]:
 def _create(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode = WAL")  # kept by the file: once is enough
     db.executescript(_SCHEMA)
+    _import_earlier_layout(db)
+
+
+def _import_earlier_layout(db: sqlite3.Connection) -> None:
+    """Each session of the earlier layout as one turn (its messages in order, its tools), its
+    data frames as named results; the old tables dropped, in the same transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        if {"sessions", "messages", "results"} <= tables:
+            db.execute(
+                "INSERT INTO turns SELECT s.id, 1, 'earlier', 0, (SELECT json_group_array("
+                "json(m.message)) FROM (SELECT message FROM messages WHERE session_id = s.id "
+                "ORDER BY position) AS m), s.tools, s.updated FROM sessions AS s"
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO named_results SELECT session_id, name, frame, ? "
+                "FROM results",
+                (_now(),),
+            )
+            db.execute("DROP TABLE sessions")
+            db.execute("DROP TABLE messages")
+            db.execute("DROP TABLE results")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _load(db: sqlite3.Connection, *, session_id: str) -> Session:
@@ -198,7 +230,7 @@ def _load(db: sqlite3.Connection, *, session_id: str) -> Session:
         results = {
             name: _VALUE.validate_json(value)
             for name, value in db.execute(
-                "SELECT name, value FROM results WHERE session_id = ?", (session_id,)
+                "SELECT name, value FROM named_results WHERE session_id = ?", (session_id,)
             )
         }
     finally:

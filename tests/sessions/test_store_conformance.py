@@ -19,6 +19,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from pydantic import TypeAdapter
 
 from agentrt import (
     MemorySessionStore,
@@ -322,3 +323,40 @@ async def cut_off(url: str) -> None:
         )
     finally:
         await admin.close()
+
+
+async def test_a_sqlite_file_of_the_earlier_layout_is_imported(tmp_path: Path) -> None:
+    """A file written before turns (each session rewritten whole) opens as one turn per
+    session, its tools and data frames kept, the old tables gone."""
+    path = tmp_path / "sessions.sqlite"
+    turn = worked_turn("r1")
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, tools TEXT NOT NULL, updated TEXT);"
+            "CREATE TABLE messages (session_id TEXT, position INTEGER, message TEXT);"
+            "CREATE TABLE results (session_id TEXT, name TEXT, frame TEXT);"
+        )
+        db.execute(
+            "INSERT INTO sessions VALUES ('s', ?, '2025-01-01T00:00:00+00:00')",
+            (TypeAdapter(dict[str, SessionTool]).dump_json(turn.tools).decode(),),
+        )
+        db.executemany(
+            "INSERT INTO messages VALUES ('s', ?, ?)",
+            [
+                (i, TypeAdapter(Message).dump_json(m).decode())
+                for i, m in reversed(list(enumerate(turn.messages)))
+            ],
+        )
+        db.execute(
+            "INSERT INTO results VALUES ('s', 'top', '{\"columns\":[\"a\"],\"data\":[[1]]}')"
+        )
+    db.close()
+    store = open_store(path)
+    await store.open()
+    session = await store.load("s")
+    assert (session.version, session.messages, session.tools) == (1, turn.messages, turn.tools)
+    assert session.results == {"top": {"columns": ["a"], "data": [[1]]}}
+    with sqlite3.connect(path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    db.close()
+    assert not tables & {"sessions", "messages", "results"}
