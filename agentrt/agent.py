@@ -453,10 +453,14 @@ class Agent(Generic[DepsT, OutputT]):
             with cancel:
                 try:
                     session = await self._begin(ctx, request, outcome)
-                    loaded = session.model_copy(deep=True) if session is not None else None
+                    # What the run read: its tools may add session tools as it goes.
+                    read = (session.version, set(session.tools)) if session is not None else None
                     await self._produce_answer(ctx, request, session, progress, outcome)
-                    if session is not None and loaded is not None:
-                        await self._keep(ctx, loaded, session, outcome)
+                    if session is not None and read is not None:
+                        # Shielded: an answer given is stored whole (or the run fails), even
+                        # when its reader leaves now: never `ok` with its turn rolled back.
+                        with anyio.CancelScope(shield=True):
+                            await self._keep(ctx, session, read, outcome)
                 except Exception as exc:
                     outcome.status, outcome.error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, AgentrtError):  # ours explain themselves; log bugs
@@ -506,7 +510,7 @@ class Agent(Generic[DepsT, OutputT]):
         return session
 
     async def _keep(
-        self, ctx: RunContext, loaded: Session, session: Session, outcome: _Outcome
+        self, ctx: RunContext, session: Session, read: tuple[int, set[str]], outcome: _Outcome
     ) -> None:
         """Append the run's turn to its session (its messages, the session tools it made)
         and keep its named results. A question asked (`needs_input`) joins the history too:
@@ -514,12 +518,11 @@ class Agent(Generic[DepsT, OutputT]):
         appended since the session was read goes first: this one follows it, its
         `base_version` telling what it read."""
         store = self.sessions
+        base, tools_read = read
         if outcome.status in ("ok", "needs_input") and outcome.answer is not None:
-            made = {n: t for n, t in session.tools.items() if n not in loaded.tools}
-            turn = Turn(
-                run_id=ctx.run_id, messages=outcome.new, tools=made, base_version=loaded.version
-            )
-            version = loaded.version
+            made = {n: t for n, t in session.tools.items() if n not in tools_read}
+            turn = Turn(run_id=ctx.run_id, messages=outcome.new, tools=made, base_version=base)
+            version = base
             while True:  # each conflict is another writer's progress: this ends
                 try:
                     await store.append(session.id, turn, version)
@@ -528,7 +531,7 @@ class Agent(Generic[DepsT, OutputT]):
                     ctx.log.warning(
                         "session turn follows another writer's",
                         session_id=session.id,
-                        base_version=loaded.version,
+                        base_version=base,
                         version=exc.actual,
                     )
                     version = exc.actual
