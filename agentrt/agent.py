@@ -203,8 +203,9 @@ class Agent(Generic[DepsT, OutputT]):
         self._base_workspace = self.workspace
 
     async def start(self) -> None:
-        """Start the agent's MCP servers and add their tools to its catalog (`async with
-        agent:` does this). Does nothing without servers, or when they run already.
+        """Open the agent's session store (runs open it on first use otherwise), start its MCP
+        servers and add their tools to its catalog (`async with agent:` does this). Starts no
+        server without servers, or when they run already.
 
         :raises StoreUnavailable: the session store's database cannot be reached
         :raises MCPServerError: a server could not start, or names a tool another tool has
