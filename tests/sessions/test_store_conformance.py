@@ -215,10 +215,9 @@ def writer(*args: str) -> subprocess.Popen[str]:
 
 class TestConcurrentWriters:
     async def test_eight_processes_lose_no_turn(self, shared_url: str) -> None:
-        """8 processes × 50 turns on 10 shared sessions, all started together: every turn is
-        stored once, and each writer's turns are in its order."""
-        store = open_store(shared_url)
-        await store.open()  # the schema, before the writers race for it
+        """8 processes × 50 turns on 10 shared sessions, all started together (and racing to
+        make the schema on a new database): every turn is stored once, and each writer's turns
+        are in its order."""
         writers = [
             writer("interleave", shared_url, str(i), str(TURNS), str(SESSIONS))
             for i in range(WRITERS)
@@ -237,6 +236,8 @@ class TestConcurrentWriters:
                 if w.poll() is None:
                     w.kill()
                     w.wait()
+        store = open_store(shared_url)
+        await store.open()
         seen: list[str] = []
         for s in range(SESSIONS):
             session = await store.load(f"s{s}")
