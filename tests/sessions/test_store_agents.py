@@ -95,6 +95,44 @@ class TestTakingTurns:
         assert [r.run_id for r in await second.sessions.list_runs(session_id="s")] == [run_id]
 
 
+class TestRunEnds:
+    async def test_a_failed_run_is_recorded_error_and_adds_no_turn(
+        self, url: str, tmp_path: Path
+    ) -> None:
+        failing = agent(url, tmp_path)  # a scripted model with no turn: the run fails
+        async with failing:
+            result = await failing.run("Hi", session_id="s")
+            record = await failing.sessions.get_run(result.trajectory.header.run_id)
+            session = await failing.sessions.load("s")
+        assert result.status == "error"
+        assert record is not None
+        assert record.status == "error"
+        assert session.version == 0
+
+    async def test_a_run_its_reader_leaves_is_recorded_cancelled(
+        self, url: str, tmp_path: Path
+    ) -> None:
+        """The reader stops at the first tool call; the run is cancelled and recorded so."""
+
+        async def slow() -> str:
+            """Never returns on its own."""
+            await asyncio.Event().wait()
+            return "never"
+
+        left = agent(url, tmp_path, call("slow"), "never", tools=[slow])
+        async with left:
+            run = left.run("Go", session_id="s")
+            async for event in run:
+                if isinstance(event, ToolStartedEvent):
+                    break
+            await run.aclose()
+            record = await left.sessions.get_run(event.run_id)
+            session = await left.sessions.load("s")
+        assert record is not None
+        assert record.status == "cancelled"
+        assert session.version == 0
+
+
 class TestConflict:
     async def test_a_turn_read_before_another_is_appended_after_it(
         self, url: str, tmp_path: Path
