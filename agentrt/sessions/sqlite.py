@@ -8,9 +8,11 @@ Each call runs on a worker thread (`anyio.to_thread`) with a connection of its o
 for that one transaction and closed after: nothing blocks the event loop, no connection is
 left behind by an agent that is never closed, and opening one costs about 0.2 ms, a tenth of
 an `append` end to end (measured: 0.37 ms to connect, insert, commit and close against 0.18 ms
-on a kept connection; an append is 1.8 ms at p50 with the thread hop). The file is in WAL mode, so readers never wait for a writer; writers queue on the
-file's lock (`busy_timeout`), and an `append` takes it first (`BEGIN IMMEDIATE`), so its
-version check and insert are one step. A writer that dies mid-transaction leaves nothing: its
+on a kept connection; an append is 1.8 ms at p50 with the thread hop).
+
+The file is in WAL mode, so readers never wait for a writer; writers queue on the file's lock
+(`busy_timeout`), and an `append` takes it first (`BEGIN IMMEDIATE`), so its version check and
+insert are one step. A writer that dies mid-transaction leaves nothing: its
 uncommitted pages are never read.
 
 A file of the earlier layout (tables `sessions`, `messages`, `results`: each session rewritten
