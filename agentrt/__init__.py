@@ -82,6 +82,8 @@ from agentrt.exceptions import (
     RetriesExhausted,
     RunFailed,
     ScriptExhausted,
+    SessionConflict,
+    StoreUnavailable,
     StreamInterrupted,
     ToolDefinitionError,
     ToolError,
@@ -112,7 +114,16 @@ from agentrt.result import AgentRun, RunResult
 
 # Sessions: conversations kept across runs, in memory or in SQLite.
 from agentrt.sessions.sqlite import SqliteSessionStore
-from agentrt.sessions.store import Scope, Session, SessionStore, SessionTool
+from agentrt.sessions.store import (
+    MemorySessionStore,
+    RunRecord,
+    Scope,
+    Session,
+    SessionStore,
+    SessionTool,
+    Turn,
+    open_store,
+)
 
 # Settings and strategies.
 from agentrt.settings import AgentSettings
@@ -149,6 +160,7 @@ __all__ = [
     "LocalModel",
     "MCPServer",
     "MCPServerError",
+    "MemorySessionStore",
     "Message",
     "Model",
     "ModelChunk",
@@ -181,6 +193,7 @@ __all__ = [
     "RetriesExhausted",
     "RunFailed",
     "RunFinishedEvent",
+    "RunRecord",
     "RunResult",
     "RunResumedEvent",
     "RunStartedEvent",
@@ -190,9 +203,11 @@ __all__ = [
     "ScriptedModel",
     "ScriptedTurn",
     "Session",
+    "SessionConflict",
     "SessionStore",
     "SessionTool",
     "SqliteSessionStore",
+    "StoreUnavailable",
     "Strategy",
     "StrategySelectedEvent",
     "StreamInterrupted",
@@ -215,6 +230,7 @@ __all__ = [
     "ToolsNarrowedEvent",
     "Trajectory",
     "TrajectoryHeader",
+    "Turn",
     "TurnStartedEvent",
     "Usage",
     "UsageChunk",
@@ -224,6 +240,7 @@ __all__ = [
     "WorkspaceError",
     "__version__",
     "event_adapter",
+    "open_store",
     "tool",
 ]
 

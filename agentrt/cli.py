@@ -145,8 +145,11 @@ def run(
         str | None, typer.Option(help="Session id, to continue a conversation.")
     ] = None,
     sessions: Annotated[
-        Path | None,
-        typer.Option(help="SQLite file keeping sessions, so a later run continues one."),
+        str | None,
+        typer.Option(
+            help="Session store: a SQLite file (or sqlite:///…), or postgresql://…, so a later "
+            "run continues a session."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print NDJSON events instead.")] = False,
     trajectories: Annotated[
@@ -879,8 +882,11 @@ def mcp_stdio(
         Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
     ] = None,
     sessions: Annotated[
-        Path | None,
-        typer.Option(help="SQLite file keeping sessions, so that they outlive the server."),
+        str | None,
+        typer.Option(
+            help="Session store: a SQLite file (or sqlite:///…), or postgresql://… shared by "
+            "several servers, so that sessions and runs outlive the server."
+        ),
     ] = None,
     trajectories: Annotated[
         Path | None, typer.Option(help="Where to record runs (default: ./trajectories).")

@@ -57,7 +57,7 @@ class ChatRequest(BaseModel):
     message: str
     session_id: str | None = None
     """Runs of one session see its earlier turns, tool calls included (kept in memory;
-    `AgentSettings(session_store=...)` keeps them in SQLite)."""
+    `AgentSettings(session_store=...)` keeps them in SQLite or PostgreSQL)."""
 
 
 def create_app(agent: Agent[None, Forecast]) -> FastAPI:

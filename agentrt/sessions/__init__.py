@@ -1,1 +1,2 @@
-"""Sessions: the store protocol, its SQLite backend, and the history window a run sees."""
+"""Sessions: the store protocol, its SQLite and PostgreSQL backends, and the history window a
+run sees."""

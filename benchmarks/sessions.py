@@ -1,0 +1,163 @@
+"""Session store: turn-commit latency, and how long the event loop is blocked by a run.
+
+    .venv/bin/python benchmarks/sessions.py            # the whole table (about a minute)
+    .venv/bin/python benchmarks/sessions.py --quick    # fewer turns, for a smoke check
+    .venv/bin/python benchmarks/sessions.py --turns 20 --runs 30
+
+For SQLite (a file in a temporary folder) and PostgreSQL (a server this script starts with
+tests/postgres.py's helper, fsync off as in the tests): `append` latency with 1 and with 50
+writers at once in one process, each on a session of its own, each turn 4 messages with a
+tool call and its result (about 600 bytes of JSON). Then agent runs (a scripted model, one
+tool call, the turn appended and the run recorded) while a probe task measures the longest
+stretch the loop went without coming back to it: the longest block per run, p50 and max over
+the runs. Absolute times on a shared 2-core machine move by tens of percent between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentrt import Agent, AgentSettings, Message, ScriptedModel, Turn, open_store  # noqa: E402
+from agentrt.events import NativeToolCall  # noqa: E402
+from tests.postgres import postgres_server  # noqa: E402
+
+WRITERS = (1, 50)
+
+
+def turn(writer: int, j: int) -> Turn:
+    return Turn(
+        run_id=f"w{writer}-{j}",
+        messages=[
+            Message(role="user", content=f"What were the sales in region {j}, writer {writer}?"),
+            Message(
+                role="assistant",
+                content="",
+                tool_calls=(
+                    NativeToolCall(id="c1", name="sql_query", arguments='{"sql": "SELECT 1"}'),
+                ),
+            ),
+            Message(role="tool", content="[[1, 2, 3]] " * 20, tool_call_id="c1", name="sql_query"),
+            Message(role="assistant", content="The sales were 1, 2 and 3 thousand."),
+        ],
+    )
+
+
+async def commit_latencies(url: str, writers: int, turns: int) -> list[float]:
+    """Seconds per `append`, `writers` coroutines at once, each `turns` turns."""
+    store = open_store(url)
+    await store.open()
+    times: list[float] = []
+
+    async def write(w: int) -> None:
+        for j in range(turns):
+            start = time.perf_counter()
+            await store.append(f"bench-{writers}-{w}", turn(w, j), j)
+            times.append(time.perf_counter() - start)
+
+    async with asyncio.TaskGroup() as group:
+        for w in range(writers):
+            group.create_task(write(w))
+    await store.close()
+    return times
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def loop_blocks(url: str, runs: int) -> list[float]:
+    """The longest stretch (s) the loop went without running the probe, per agent run."""
+    call = '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>'
+    agent = Agent(
+        ScriptedModel([call, "5."] * (runs + 1)),
+        tools=[add],
+        settings=AgentSettings(session_store=url, trajectory_dir=None),
+    )
+    longest = 0.0
+
+    async def probe() -> None:
+        nonlocal longest
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(0)
+            longest = max(longest, time.perf_counter() - start)
+
+    blocks = []
+    async with agent:
+        await agent.run("warm up", session_id="warm")
+        prober = asyncio.create_task(probe())
+        for i in range(runs):
+            await asyncio.sleep(0)
+            longest = 0.0
+            result = await agent.run("2 + 3?", session_id=f"s{i % 4}")
+            assert result.status == "ok", result.error
+            blocks.append(longest)
+        prober.cancel()
+    return blocks
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) >= 2 else values[0]
+
+
+async def measure(name: str, url: str, turns: int, runs: int) -> list[str]:
+    rows = []
+    for writers in WRITERS:
+        times = await commit_latencies(url, writers, turns)
+        rows.append(
+            f"| {name} | {writers} | {len(times)} | {ms(statistics.median(times))} | "
+            f"{ms(p99(times))} |"
+        )
+    blocks = await loop_blocks(url, runs)
+    rows.append(
+        f"| {name}, agent runs | loop block per run | {len(blocks)} | "
+        f"{ms(statistics.median(blocks))} | max {ms(max(blocks))} |"
+    )
+    return rows
+
+
+@contextmanager
+def backends() -> Iterator[list[tuple[str, str]]]:
+    with tempfile.TemporaryDirectory() as folder, postgres_server() as server:
+        yield [
+            ("memory", "memory:"),
+            ("SQLite", f"sqlite:///{Path(folder) / 'sessions.sqlite'}"),
+            ("PostgreSQL", server.create_database("bench")),
+        ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="10 turns a writer, 10 runs")
+    parser.add_argument("--turns", type=int, default=40, help="turns per writer")
+    parser.add_argument("--runs", type=int, default=100, help="agent runs per store")
+    args = parser.parse_args()
+    turns, runs = (10, 10) if args.quick else (args.turns, args.runs)
+    print("| store | writers | turns | ms p50 | ms p99 |")
+    print("|---|---|---|---|---|")
+    with backends() as stores:
+        for name, url in stores:
+            for row in asyncio.run(measure(name, url, turns, runs)):
+                print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
