@@ -22,8 +22,8 @@ Built on the Agent API only: `agent.run(query, session_id=, strategy=)`.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
@@ -72,12 +72,14 @@ from agentrt.server.streams import (
     StreamFormat,
     file_chunks,
     negotiate,
+    relay_chunks,
     run_chunks,
 )
 from agentrt.server.trajectories import find_trajectory, list_trajectories, read_run
 
 if TYPE_CHECKING:
     from agentrt.mcp.server import HTTPSessions
+    from agentrt.server.relay import Relay, RelayedRun
 
 __all__ = ["ServerSettings", "create_app"]
 
@@ -105,6 +107,13 @@ class ServerSettings(BaseModel):
     max_body: int = Field(1 << 20, ge=1024)
     """Most bytes of a request body read; a larger one is refused with 413 (a run's query is at
     most 20,000 characters)."""
+    store: str | None = None
+    """The database the workers of a deployment share. A `postgresql://…` URL relays every
+    run's events through it (`agentrt.server.relay`, with the `postgres` extra): any worker
+    then streams, reads and cancels a run another one holds. None: this server alone."""
+    owner_check: float = Field(2.0, gt=0)
+    """Seconds a stream of another worker's run waits without news before it checks that the
+    worker is still there (its stream ends with `run_finished: error` if not)."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names (a `Host` header's, without the port) answered besides localhost, 127.0.0.1
     and [::1]; `*` for any. Without it a server without tokens answers to the loopback names
@@ -248,26 +257,18 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     )
 
     mcp = _mcp_sessions(agent, settings.max_runs)
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(agent)  # its MCP servers run as long as the app
-            await stack.enter_async_context(registry.running())
-            if mcp is not None:
-                await stack.enter_async_context(mcp.running())
-            yield
+    relay = _relay(settings, registry)
 
     app = _App(
         title="agentrt",
         version=__version__,
         summary="Stream agent runs as SSE or NDJSON; read their trajectories.",
-        lifespan=lifespan,
+        lifespan=_lifespan(agent, registry, relay, mcp),
         # The interactive docs load their scripts from a CDN; the schema is at /openapi.json.
         docs_url=None,
         redoc_url=None,
     )
-    app.state.server = _Server(agent, registry, settings, trajectory_dir, mcp)
+    app.state.server = _Server(agent, registry, settings, trajectory_dir, mcp, relay)
     app.state.strategies = list(agent.workspace.strategies)
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
@@ -298,6 +299,37 @@ def _mcp_sessions(agent: Agent, max_runs: int) -> HTTPSessions | None:
             raise  # not the extra missing: a bug
         return None
     return HTTPSessions(agent, max_runs=max_runs)
+
+
+def _lifespan(
+    agent: Agent, registry: RunRegistry, relay: Relay | None, mcp: HTTPSessions | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(agent)  # its MCP servers run as long as the app
+            if relay is not None:
+                # Entered before the registry, left after it: the runs cancelled at shutdown
+                # still have their ends relayed.
+                await stack.enter_async_context(relay.running())
+                registry.relay = relay.publish
+            await stack.enter_async_context(registry.running())
+            if mcp is not None:
+                await stack.enter_async_context(mcp.running())
+            yield
+
+    return lifespan
+
+
+def _relay(settings: ServerSettings, registry: RunRegistry) -> Relay | None:
+    """The relay to the other workers, when the store is Postgres (None otherwise)."""
+    if settings.store is None:
+        return None
+    from agentrt.server.relay import Relay, is_postgres
+
+    if not is_postgres(settings.store):
+        return None
+    return Relay(settings.store, on_cancel=registry.cancel, owner_check=settings.owner_check)
 
 
 _bearer = HTTPBearer(auto_error=False)
@@ -332,6 +364,20 @@ class _Server:
     trajectory_dir: Path
     mcp: HTTPSessions | None
     """What `/mcp` serves (None without the `mcp` extra)."""
+    relay: Relay | None
+    """The relay to the other workers (None when this server is alone)."""
+
+    async def relayed(self, run_id: str) -> RelayedRun | None:
+        """A run another worker holds (or this one held), as the relay has it; 503 when the
+        relay has lost Postgres."""
+        if self.relay is None:
+            return None
+        from agentrt.server.relay import RelayLost
+
+        try:
+            return await self.relay.find(run_id)
+        except RelayLost as exc:
+            raise HTTPException(503, str(exc)) from None
 
 
 def _server(request: Request) -> _Server:
@@ -391,6 +437,8 @@ async def _start(
     # Cancelled before its first event: only at shutdown.
     if handle.run_id is None or not (handle.events or handle.evicted):
         raise HTTPException(503, "the server is shutting down")
+    if server.relay is not None:  # known to the other workers before its stream starts
+        await server.relay.claim(handle.run_id, query, session_id)
     return EventStream(
         run_chunks(handle, -1, fmt, server.settings.keepalive),
         fmt,
@@ -465,6 +513,9 @@ async def get_run(run_id: RunId, server: ServerDep) -> RunInfo:
     handle = server.registry.get(run_id)
     if handle is not None and handle.live:
         return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
+    relayed = await server.relayed(run_id)
+    if relayed is not None and server.relay is not None:
+        return await server.relay.info(relayed)
     path = find_trajectory(server.trajectory_dir, run_id)
     if path is not None:
         try:
@@ -497,6 +548,10 @@ async def get_run_events(
     handle = server.registry.get(run_id)
     if handle is not None and not handle.evicted:
         return EventStream(run_chunks(handle, after, fmt, server.settings.keepalive), fmt)
+    relayed = await server.relayed(run_id)
+    if relayed is not None and server.relay is not None:
+        batches = server.relay.follow(relayed)
+        return EventStream(relay_chunks(batches, after, fmt, server.settings.keepalive), fmt)
     path = find_trajectory(server.trajectory_dir, run_id)
     if path is None:
         raise HTTPException(404, _no_run(run_id, server.trajectory_dir))
@@ -516,6 +571,9 @@ async def cancel_run(run_id: RunId, server: ServerDep) -> RunSummary:
     end with `run_finished: cancelled`)."""
     handle = server.registry.get(run_id)
     if handle is None:
+        relayed = await server.relayed(run_id)
+        if relayed is not None and server.relay is not None:
+            return await _cancel_elsewhere(server.relay, relayed)
         if find_trajectory(server.trajectory_dir, run_id) is not None:
             msg = f"run {run_id!r} has already ended"
             raise HTTPException(409, msg)
@@ -526,6 +584,22 @@ async def cancel_run(run_id: RunId, server: ServerDep) -> RunSummary:
     handle.cancel()
     await handle.finished.wait()
     return handle.summary()
+
+
+async def _cancel_elsewhere(relay: Relay, run: RelayedRun) -> RunSummary:
+    """Cancel a run another worker holds: its owner is asked through the relay."""
+    info = await relay.info(run)
+    if info.state != "running":
+        msg = f"run {run.run_id!r} has already ended ({info.state})"
+        raise HTTPException(409, msg)
+    end = await relay.cancel(run)
+    return RunSummary(
+        run_id=run.run_id,
+        state=end.status,
+        query=run.query,
+        session_id=run.session_id,
+        answer=end.answer,
+    )
 
 
 @_api.get("/sessions/{session_id}", responses=_NOT_FOUND, summary="A session's runs")
