@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import asyncpg
 import httpx
 import pytest
@@ -174,6 +175,12 @@ def test_a_run_on_one_worker_is_streamed_from_another(tmp_path: Path, postgres_u
             3 + len(rest),
         )
         assert not list((tmp_path / "worker1").glob("trajectories/*/*.jsonl"))
+        for protocol in ("ag-ui", "vercel"):  # a UI protocol's frames, resumed mid-run too
+            for after in ({}, {"Last-Event-ID": "5"}):
+                path = f"/runs/{run_id}/events?protocol={protocol}"
+                from_a = client.get(a.url + path, headers=after)
+                assert from_a.text == client.get(b.url + path, headers=after).text
+                assert from_a.text.count("data: ") > 3
 
 
 def test_a_run_is_cancelled_from_another_worker(
@@ -275,7 +282,6 @@ def test_a_stream_ends_when_the_relay_loses_postgres(
 
 def _terminate(url: str, application_name: str) -> int:
     """End the Postgres connections of that name; how many there were."""
-    import anyio
 
     async def terminate() -> int:
         conn = await asyncpg.connect(url)
@@ -351,3 +357,49 @@ def socket_closed_port() -> Iterator[int]:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         yield holder.getsockname()[1]
+
+
+async def test_events_published_together_are_one_batch(postgres_url: str) -> None:
+    """Events published together are written in one transaction: one notification per run,
+    naming its last seq (never an event); another worker's relay reads them back as the very
+    bytes published, and follows a run to its `run_finished`."""
+    from agentrt.events import Event, TextDeltaEvent
+    from agentrt.server.relay import Relay
+    from agentrt.server.runs import written_end
+
+    def run(run_id: str, deltas: int) -> list[Event]:
+        events: list[Event] = [
+            TextDeltaEvent(run_id=run_id, seq=i, t=i / 10, step=1, text=f"«{i}»")
+            for i in range(deltas)
+        ]
+        return [*events, written_end(run_id, events, "cancelled", "stopped by the test")]
+
+    heard: list[str] = []
+    both = anyio.Event()
+
+    def hear(conn: object, pid: int, channel: str, payload: object) -> None:
+        heard.append(str(payload))
+        if len(heard) == 2:
+            both.set()
+
+    listener = await asyncpg.connect(postgres_url)
+    owner = Relay(postgres_url, on_cancel=lambda run_id: None)
+    watcher = Relay(postgres_url, on_cancel=lambda run_id: None)
+    try:
+        async with owner.running(), watcher.running():
+            await listener.add_listener("agentrt_events", hear)
+            await owner.claim("r1", "first", None)
+            await owner.claim("r2", "second", "s")
+            one, two = run("r1", 50), run("r2", 10)
+            owner.publish(one + two)
+            found = await watcher.find("r1")
+            assert found is not None
+            assert (found.owner, found.query) == (owner.key, "first")
+            followed = [e async for batch in watcher.follow(found) for e in batch]
+            assert [e.json_bytes for e in followed] == [e.json_bytes for e in one]
+            with anyio.fail_after(10):
+                await both.wait()
+            assert sorted(heard) == ["r1 50", "r2 10"]
+            assert (await watcher.info(found)).state == "cancelled"
+    finally:
+        await listener.close()
