@@ -91,6 +91,7 @@ class Worker:
         return self._url
 
     def stop(self) -> int:
+        """Ctrl-C, unless it has ended already; its exit status."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
         try:
@@ -99,6 +100,12 @@ class Worker:
             if self.process.poll() is None:
                 self.process.kill()
                 self.process.wait()
+
+    def stderr(self) -> str:
+        """All it said on stderr (once it has ended)."""
+        while (line := self._lines.get(timeout=30)) is not None:
+            self.said.append(line)
+        return "".join(self.said)
 
 
 @contextlib.contextmanager
@@ -112,6 +119,9 @@ def workers(tmp_path: Path, store: str, *extra: str, n: int = 2) -> Iterator[lis
         for w in started:
             assert w.url
         yield started
+        for w in started:  # each stops cleanly on Ctrl-C (unless the test killed it)
+            assert w.stop() in (130, -signal.SIGKILL)
+            assert "Traceback" not in w.stderr(), w.stderr()
     finally:
         for w in started:
             w.stop()
@@ -260,6 +270,28 @@ def test_a_watcher_of_a_dead_worker_s_run_does_not_hang(
         assert [e["seq"] for e in info["events"]] == list(range(len(info["events"])))
 
 
+def test_a_worker_that_stops_relays_its_runs_ends_first(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """A stopped (Ctrl-C) while B follows its run: A cancels the run as it stops, and B's
+    stream ends with that recorded end, `run_finished: cancelled`, not one of its own."""
+    with (
+        workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b),
+        httpx.Client(timeout=60) as client,
+    ):
+        with followed_from_b(client, a, b) as (run_id, lines):
+            a.process.send_signal(signal.SIGINT)
+            rest = [json.loads(line) for line in lines]
+        assert a.process.wait(timeout=30) == 130
+        end = rest[-1]
+        assert (end["type"], end["status"], end["error"]) == (
+            "run_finished",
+            "cancelled",
+            "the run was cancelled",
+        )
+        assert client.get(f"{b.url}/runs/{run_id}").json()["state"] == "cancelled"
+
+
 def test_a_stream_ends_when_the_relay_loses_postgres(
     tmp_path: Path, postgres_url: str, slow_workspace: Path
 ) -> None:
@@ -311,6 +343,8 @@ def test_workers_option_serves_from_n_processes(tmp_path: Path, postgres_url: st
         run_id = done.headers["X-Run-Id"]
         for _ in range(4):  # whichever worker answers, it knows the run
             assert httpx.get(f"{url}/runs/{run_id}", timeout=30).json()["state"] == "ok"
+        worker.stop()
+        assert "Traceback" not in worker.stderr(), worker.stderr()
     finally:
         worker.stop()
 
