@@ -114,6 +114,9 @@ class ServerSettings(BaseModel):
     owner_check: float = Field(2.0, gt=0)
     """Seconds a stream of another worker's run waits without news before it checks that the
     worker is still there (its stream ends with `run_finished: error` if not)."""
+    relay_keep: float = Field(86400.0, gt=0)
+    """Seconds the relay keeps a run's events (from its start); after that, only the
+    trajectory files of the worker that ran it have them."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names (a `Host` header's, without the port) answered besides localhost, 127.0.0.1
     and [::1]; `*` for any. Without it a server without tokens answers to the loopback names
@@ -329,7 +332,12 @@ def _relay(settings: ServerSettings, registry: RunRegistry) -> Relay | None:
 
     if not is_postgres(settings.store):
         return None
-    return Relay(settings.store, on_cancel=registry.cancel, owner_check=settings.owner_check)
+    return Relay(
+        settings.store,
+        on_cancel=registry.cancel,
+        owner_check=settings.owner_check,
+        keep=settings.relay_keep,
+    )
 
 
 _bearer = HTTPBearer(auto_error=False)

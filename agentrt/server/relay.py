@@ -24,8 +24,10 @@ others): a stream never hangs.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
+import time
 from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -63,6 +65,15 @@ CREATE TABLE IF NOT EXISTS agentrt_relay_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+# Runs claimed more than $1 seconds ago, and their events: one statement, whichever worker runs it.
+_PRUNE = """
+WITH old AS (
+    DELETE FROM agentrt_relay_runs WHERE claimed < now() - make_interval(secs => $1)
+    RETURNING run_id
+)
+DELETE FROM agentrt_relay_events WHERE run_id IN (SELECT run_id FROM old)
+"""
+_PRUNE_EVERY = 60.0
 # Errors of a database that cannot be reached or has gone away.
 _DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
@@ -125,14 +136,23 @@ class Relay:
     :param url: the Postgres database the workers share (`postgresql://…`)
     :param on_cancel: called with a run's id when another worker asks for it to be cancelled
     :param owner_check: seconds a watcher waits without news before it checks the owner is alive
+    :param keep: seconds the relay keeps a run (from its claim); older ones are deleted by the
+        writer, at most once a minute (the owner's trajectory file still has them)
     """
 
     def __init__(
-        self, url: str, *, on_cancel: Callable[[str], None], owner_check: float = 2.0
+        self,
+        url: str,
+        *,
+        on_cancel: Callable[[str], None],
+        owner_check: float = 2.0,
+        keep: float = 86400.0,
     ) -> None:
         self.url = url
         self.on_cancel = on_cancel
         self.owner_check = owner_check
+        self.keep = keep
+        self._pruned = -math.inf
         self.key = 0
         """This worker's advisory lock key: the owner of the runs it claims."""
         self.lost: str | None = None
@@ -247,6 +267,9 @@ class Relay:
                 _EVENTS,
                 [f"{run_id} {seq}" for run_id, seq in last.items()],
             )
+            if time.monotonic() - self._pruned >= _PRUNE_EVERY:
+                self._pruned = time.monotonic()
+                await conn.execute(_PRUNE, self.keep)
 
     def _cancel_asked(self, conn: Any, pid: int, channel: str, run_id: object) -> None:
         self.on_cancel(str(run_id))

@@ -437,3 +437,33 @@ async def test_events_published_together_are_one_batch(postgres_url: str) -> Non
             assert (await watcher.info(found)).state == "cancelled"
     finally:
         await listener.close()
+
+
+async def test_the_relay_forgets_runs_older_than_it_keeps(postgres_url: str) -> None:
+    """A run claimed longer ago than `keep` is deleted with its events by the next batch
+    written; a recent one stays."""
+    from agentrt.events import Event, TextDeltaEvent
+    from agentrt.server.relay import Relay
+    from agentrt.server.runs import written_end
+
+    relay = Relay(postgres_url, on_cancel=lambda run_id: None, keep=3600)
+    async with relay.running():
+        for run_id in ("old", "new"):
+            await relay.claim(run_id, run_id, None)
+        db = await asyncpg.connect(postgres_url)
+        try:
+            await db.execute(
+                "UPDATE agentrt_relay_runs SET claimed = now() - interval '2 hours' "
+                "WHERE run_id = 'old'"
+            )
+            await db.execute("INSERT INTO agentrt_relay_events VALUES ('old', 0, '{}'::bytea)")
+            delta: list[Event] = [TextDeltaEvent(run_id="new", seq=0, t=0.0, step=1, text="hi")]
+            relay.publish([*delta, written_end("new", delta, "cancelled", "stopped by the test")])
+            found = await relay.find("new")
+            assert found is not None
+            assert len([e async for batch in relay.follow(found) for e in batch]) == 2
+            assert await relay.find("old") is None
+            left = await db.fetch("SELECT DISTINCT run_id FROM agentrt_relay_events")
+            assert [row["run_id"] for row in left] == ["new"]
+        finally:
+            await db.close()
