@@ -427,6 +427,8 @@ async def _start(
     if strategy is not None and strategy not in agent.workspace.strategies:
         known = ", ".join(agent.workspace.strategies)
         _invalid(("body", "strategy"), f"no strategy {strategy!r} (known: {known})")
+    if session_id is not None:
+        await _session_free(server, session_id)
     refusal = registry.admit(caller, session_id)
     if refusal is not None:
         return _refused(refusal)
@@ -453,6 +455,26 @@ async def _start(
         on_close=handle.abandon,
         headers={"X-Run-Id": handle.run_id},
     )
+
+
+async def _session_free(server: _Server, session_id: str) -> None:
+    """409 if the session has a run in progress on another worker (this one's are checked by
+    `RunRegistry.admit`). Checked before the run is claimed, not with it: two workers asked at
+    the same moment may both start one, which the session store then orders."""
+    if server.relay is None:
+        return
+    from agentrt.server.relay import RelayLost
+
+    try:
+        busy = await server.relay.session_busy(session_id)
+    except RelayLost as exc:
+        raise HTTPException(503, str(exc)) from None
+    if busy is not None and server.registry.get(busy) is None:
+        msg = (
+            f"session {session_id!r} has a run in progress on another worker ({busy}): wait "
+            "for it to finish or cancel it, so that the next message sees its answer"
+        )
+        raise HTTPException(409, msg)
 
 
 def _claim(server: _Server, given: _Given, session_id: str) -> str:

@@ -56,8 +56,11 @@ CREATE TABLE IF NOT EXISTS agentrt_relay_runs (
     owner integer NOT NULL,
     query text NOT NULL,
     session_id text,
-    claimed timestamptz NOT NULL DEFAULT now()
+    claimed timestamptz NOT NULL DEFAULT now(),
+    finished boolean NOT NULL DEFAULT false
 );
+CREATE INDEX IF NOT EXISTS agentrt_relay_runs_session ON agentrt_relay_runs (session_id)
+    WHERE NOT finished;
 CREATE TABLE IF NOT EXISTS agentrt_relay_events (
     run_id text NOT NULL,
     seq integer NOT NULL,
@@ -65,6 +68,12 @@ CREATE TABLE IF NOT EXISTS agentrt_relay_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+# The owner keys of the workers alive: their advisory locks (namespace, key), held by their
+# connections. A fragment of the queries that take the namespace as their $2.
+_LIVE_OWNERS = (
+    "SELECT objid::int8 FROM pg_locks WHERE locktype = 'advisory' "
+    "AND classid::int8 = $2::int8 AND objsubid = 2 AND granted"
+)
 # Runs claimed more than $1 seconds ago, and their events: one statement, whichever worker runs it.
 _PRUNE = """
 WITH old AS (
@@ -267,6 +276,12 @@ class Relay:
                 _EVENTS,
                 [f"{run_id} {seq}" for run_id, seq in last.items()],
             )
+            ended = [e.run_id for e in batch if isinstance(e, RunFinishedEvent)]
+            if ended:
+                await conn.execute(
+                    "UPDATE agentrt_relay_runs SET finished = true WHERE run_id = ANY($1::text[])",
+                    ended,
+                )
             if time.monotonic() - self._pruned >= _PRUNE_EVERY:
                 self._pruned = time.monotonic()
                 await conn.execute(_PRUNE, self.keep)
@@ -306,13 +321,30 @@ class Relay:
         )
         return [_event(row["json"]) for row in rows]
 
+    async def session_busy(self, session_id: str) -> str | None:
+        """The id of a run of the session in progress on a worker that is alive, if any.
+
+        :raises RelayLost: the relay has lost Postgres
+        """
+        if self.lost is None:
+            try:
+                busy: str | None = await self._db().fetchval(
+                    "SELECT run_id FROM agentrt_relay_runs WHERE session_id = $1 "
+                    f"AND NOT finished AND owner IN ({_LIVE_OWNERS}) LIMIT 1",
+                    session_id,
+                    _LOCKS,
+                )
+            except _DB_ERRORS as exc:
+                self._lose(f"reading a session's runs failed: {exc}")
+            else:
+                return busy
+        msg = f"the relay to the other workers has lost Postgres ({self.lost})"
+        raise RelayLost(msg)
+
     async def owner_alive(self, owner: int) -> bool:
         """Whether the worker holding lock `owner` still has its connection."""
         alive: bool = await self._db().fetchval(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
-            "AND classid::int8 = $1 AND objid::int8 = $2 AND objsubid = 2 AND granted)",
-            _LOCKS,
-            owner,
+            f"SELECT $1::int8 IN ({_LIVE_OWNERS})", owner, _LOCKS
         )
         return alive
 

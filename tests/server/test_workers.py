@@ -249,6 +249,36 @@ def followed_from_b(
             yield run_id, lines
 
 
+def test_a_session_busy_on_one_worker_is_busy_on_all(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """A session's run in progress on A: B refuses the session's next message (409, naming the
+    run) until the run has been cancelled, then takes it."""
+    with (
+        workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b),
+        httpx.Client(timeout=60) as client,
+        client.stream(
+            "POST", f"{a.url}/sessions/s1/messages", json={"query": DEMO_QUESTION}, headers=NDJSON
+        ) as started,
+    ):
+        owned = started.iter_lines()
+        read_until(owned, lambda e: e["type"] == "tool_started")
+        run_id = started.headers["X-Run-Id"]
+        refused = client.post(f"{b.url}/sessions/s1/messages", json={"query": "And then?"})
+        assert refused.status_code == 409
+        assert f"has a run in progress on another worker ({run_id})" in refused.json()["detail"]
+        assert client.post(f"{b.url}/runs/{run_id}/cancel").json()["state"] == "cancelled"
+        with client.stream(
+            "POST", f"{b.url}/sessions/s1/messages", json={"query": "And then?"}, headers=NDJSON
+        ) as taken:
+            first = json.loads(next(taken.iter_lines()))
+        assert (taken.status_code, first["type"], first["session_id"]) == (
+            200,
+            "run_started",
+            "s1",
+        )
+
+
 def test_a_watcher_of_a_dead_worker_s_run_does_not_hang(
     tmp_path: Path, postgres_url: str, slow_workspace: Path
 ) -> None:
