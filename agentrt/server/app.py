@@ -275,6 +275,10 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     app.state.strategies = list(agent.workspace.strategies)
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    if relay is not None:
+        from agentrt.server.relay import RelayLost
+
+        app.add_exception_handler(RelayLost, _relay_lost)
     app.state.token_keys = token_keys(settings.tokens)
     app.add_middleware(
         RequestGuard,
@@ -376,16 +380,8 @@ class _Server:
     """The relay to the other workers (None when this server is alone)."""
 
     async def relayed(self, run_id: str) -> RelayedRun | None:
-        """A run another worker holds (or this one held), as the relay has it; 503 when the
-        relay has lost Postgres."""
-        if self.relay is None:
-            return None
-        from agentrt.server.relay import RelayLost
-
-        try:
-            return await self.relay.find(run_id)
-        except RelayLost as exc:
-            raise HTTPException(503, str(exc)) from None
+        """A run another worker holds (or this one held), as the relay has it."""
+        return None if self.relay is None else await self.relay.find(run_id)
 
 
 def _server(request: Request) -> _Server:
@@ -463,12 +459,7 @@ async def _session_free(server: _Server, session_id: str) -> None:
     the same moment may both start one, which the session store then orders."""
     if server.relay is None:
         return
-    from agentrt.server.relay import RelayLost
-
-    try:
-        busy = await server.relay.session_busy(session_id)
-    except RelayLost as exc:
-        raise HTTPException(503, str(exc)) from None
+    busy = await server.relay.session_busy(session_id)
     if busy is not None and server.registry.get(busy) is None:
         msg = (
             f"session {session_id!r} has a run in progress on another worker ({busy}): wait "
@@ -803,6 +794,11 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
         msg = f"not JSON: not UTF-8 text ({cause.reason} at byte {cause.start})"
         return _unprocessable([FieldError(loc=["body"], msg=msg, type="json_invalid")])
     return await http_exception_handler(request, exc)
+
+
+async def _relay_lost(request: Request, exc: Exception) -> JSONResponse:
+    """A run of another worker asked for while the relay has lost Postgres: 503, saying so."""
+    return JSONResponse(ErrorBody(detail=str(exc)).model_dump(), status_code=503)
 
 
 def _refused(refusal: Refusal) -> JSONResponse:

@@ -29,9 +29,9 @@ import os
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -46,6 +46,8 @@ from agentrt.server.schemas import RunInfo, RunState
 __all__ = ["Relay", "RelayLost", "RelayedRun", "check", "is_postgres", "redact"]
 
 log = get_logger("agentrt.server")
+
+T = TypeVar("T")
 
 _SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg")
 _LOCKS = 0x61727472  # "artr": the first key of agentrt's advisory locks, apart from others'
@@ -226,11 +228,12 @@ class Relay:
     # Owning runs: claim, publish, be cancelled.
 
     async def claim(self, run_id: str, query: str, session_id: str | None) -> None:
-        """Record this worker as the run's owner, for the others to find it."""
+        """Record this worker as the run's owner, for the others to find it. (A run id is
+        new: the agent makes it, or the server checked a client's was not taken.)"""
         try:
             await self._db().execute(
                 "INSERT INTO agentrt_relay_runs (run_id, owner, query, session_id) "
-                "VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO UPDATE SET owner = $2",
+                "VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING",
                 run_id,
                 self.key,
                 query,
@@ -296,17 +299,13 @@ class Relay:
 
         :raises RelayLost: the relay has lost Postgres
         """
-        if self.lost is None:
-            try:
-                row = await self._db().fetchrow(
-                    "SELECT owner, query, session_id FROM agentrt_relay_runs WHERE run_id = $1",
-                    run_id,
-                )
-            except _DB_ERRORS as exc:
-                self._lose(f"reading a run failed: {exc}")
-        if self.lost is not None:
-            msg = f"the relay to the other workers has lost Postgres ({self.lost})"
-            raise RelayLost(msg)
+        row = await self._query(
+            "reading a run",
+            lambda db: db.fetchrow(
+                "SELECT owner, query, session_id FROM agentrt_relay_runs WHERE run_id = $1",
+                run_id,
+            ),
+        )
         if row is None:
             return None
         return RelayedRun(run_id, row["owner"], row["query"], row["session_id"])
@@ -326,20 +325,16 @@ class Relay:
 
         :raises RelayLost: the relay has lost Postgres
         """
-        if self.lost is None:
-            try:
-                busy: str | None = await self._db().fetchval(
-                    "SELECT run_id FROM agentrt_relay_runs WHERE session_id = $1 "
-                    f"AND NOT finished AND owner IN ({_LIVE_OWNERS}) LIMIT 1",
-                    session_id,
-                    _LOCKS,
-                )
-            except _DB_ERRORS as exc:
-                self._lose(f"reading a session's runs failed: {exc}")
-            else:
-                return busy
-        msg = f"the relay to the other workers has lost Postgres ({self.lost})"
-        raise RelayLost(msg)
+        busy: str | None = await self._query(
+            "reading a session's runs",
+            lambda db: db.fetchval(
+                "SELECT run_id FROM agentrt_relay_runs WHERE session_id = $1 "
+                f"AND NOT finished AND owner IN ({_LIVE_OWNERS}) LIMIT 1",
+                session_id,
+                _LOCKS,
+            ),
+        )
+        return busy
 
     async def owner_alive(self, owner: int) -> bool:
         """Whether the worker holding lock `owner` still has its connection."""
@@ -349,13 +344,17 @@ class Relay:
         return alive
 
     async def info(self, run: RelayedRun) -> RunInfo:
-        """The run's state and its events so far."""
-        events = await self.read(run.run_id)
+        """The run's state and its events so far.
+
+        :raises RelayLost: the relay has lost Postgres
+        """
+        events = await self._query("reading a run's events", lambda db: self.read(run.run_id))
         end = events[-1] if events and isinstance(events[-1], RunFinishedEvent) else None
         if end is not None:
             state: RunState = end.status
         else:
-            state = "running" if await self.owner_alive(run.owner) else "unfinished"
+            alive = await self._query("checking an owner", lambda db: self.owner_alive(run.owner))
+            state = "running" if alive else "unfinished"
         return RunInfo(
             run_id=run.run_id,
             state=state,
@@ -366,8 +365,14 @@ class Relay:
         )
 
     async def cancel(self, run: RelayedRun) -> RunFinishedEvent:
-        """Ask the run's owner to cancel it; its `run_finished`, once written."""
-        await self._db().execute("SELECT pg_notify($1, $2)", _CANCEL, run.run_id)
+        """Ask the run's owner to cancel it; its `run_finished`, once written.
+
+        :raises RelayLost: the relay has lost Postgres
+        """
+        await self._query(
+            "asking for a cancel",
+            lambda db: db.execute("SELECT pg_notify($1, $2)", _CANCEL, run.run_id),
+        )
         end: list[Event] = []
         async for batch in self.follow(run):
             end = batch or end
@@ -458,6 +463,19 @@ class Relay:
                 watch.set()
         if self._listener is not None and not self._listener.is_closed():
             self._listener.terminate()
+
+    async def _query(self, what: str, query: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+        """`query` over the pool; when Postgres fails, the relay stops and says so.
+
+        :raises RelayLost: the relay has lost Postgres, now or before
+        """
+        if self.lost is None:
+            try:
+                return await query(self._db())
+            except _DB_ERRORS as exc:
+                self._lose(f"{what} failed: {exc}")
+        msg = f"the relay to the other workers has lost Postgres ({self.lost})"
+        raise RelayLost(msg)
 
     def _db(self) -> asyncpg.Pool:
         if self._pool is None:
