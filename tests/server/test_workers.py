@@ -29,6 +29,7 @@ import httpx
 import pytest
 
 from agentrt.cli import DEMO_QUESTION
+from tests.helpers import MakeAgent, call, finish
 
 pytest.importorskip("uvicorn", reason="needs the server extra")
 
@@ -497,3 +498,40 @@ async def test_the_relay_forgets_runs_older_than_it_keeps(postgres_url: str) -> 
             assert [row["run_id"] for row in left] == ["new"]
         finally:
             await db.close()
+
+
+def test_a_quiet_stream_from_another_worker_gets_keep_alives(
+    make_agent: MakeAgent, tmp_path: Path, postgres_url: str
+) -> None:
+    """Two apps of `create_app(…, ServerSettings(store=…))` in this process: while A's run
+    naps, B's SSE stream of it gets comment lines (then B cancels it), and its events are A's
+    trajectory."""
+    from agentrt.server import ServerSettings, create_app
+    from tests.server.serving import LiveServer
+
+    napping = make_agent([call("nap", seconds=60, label="a"), finish("Rested.")])
+    other = make_agent([finish("Unused.")], trajectory_dir=tmp_path / "b")
+    quick = ServerSettings(store=postgres_url, keepalive=0.05, owner_check=0.05)
+    with (
+        LiveServer(create_app(napping, ServerSettings(store=postgres_url))) as a,
+        LiveServer(create_app(other, quick)) as b,
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", f"{a.url}/runs", json={"query": "Nap", "strategy": "exploratory"}
+        ) as started,
+    ):
+        run_id = started.headers["X-Run-Id"]
+        with client.stream("GET", f"{b.url}/runs/{run_id}/events") as followed:
+            chunks = followed.iter_text()
+            from_b = ""
+            while ": keep-alive" not in from_b:
+                from_b += next(chunks)
+            assert client.post(f"{b.url}/runs/{run_id}/cancel").json()["state"] == "cancelled"
+            from_b += "".join(chunks)
+        started.read()
+    (path,) = (tmp_path / "trajectories").glob(f"*/{run_id}.jsonl")
+    lines = path.read_text().splitlines()[1:]
+    assert json.loads(lines[-1])["status"] == "cancelled"
+    assert from_b.replace(": keep-alive\n\n", "") == "".join(
+        f"event: {json.loads(x)['type']}\nid: {i}\ndata: {x}\n\n" for i, x in enumerate(lines)
+    )
