@@ -76,6 +76,8 @@ from agentrt.exceptions import (
     RetriesExhausted,
     RunFailed,
     ScriptExhausted,
+    SessionConflict,
+    StoreUnavailable,
     StreamInterrupted,
     ToolDefinitionError,
     ToolError,
@@ -106,7 +108,16 @@ from agentrt.result import AgentRun, RunResult
 
 # Sessions: conversations kept across runs, in memory or in SQLite.
 from agentrt.sessions.sqlite import SqliteSessionStore
-from agentrt.sessions.store import Scope, Session, SessionStore, SessionTool
+from agentrt.sessions.store import (
+    MemorySessionStore,
+    RunRecord,
+    Scope,
+    Session,
+    SessionStore,
+    SessionTool,
+    Turn,
+    open_store,
+)
 
 # Settings and strategies.
 from agentrt.settings import AgentSettings
@@ -140,6 +151,7 @@ __all__ = [
     "LocalModel",
     "MCPServer",
     "MCPServerError",
+    "MemorySessionStore",
     "Message",
     "Model",
     "ModelChunk",
@@ -170,6 +182,7 @@ __all__ = [
     "RetriesExhausted",
     "RunFailed",
     "RunFinishedEvent",
+    "RunRecord",
     "RunResult",
     "RunStartedEvent",
     "RunStatus",
@@ -178,9 +191,11 @@ __all__ = [
     "ScriptedModel",
     "ScriptedTurn",
     "Session",
+    "SessionConflict",
     "SessionStore",
     "SessionTool",
     "SqliteSessionStore",
+    "StoreUnavailable",
     "Strategy",
     "StrategySelectedEvent",
     "StreamInterrupted",
@@ -203,6 +218,7 @@ __all__ = [
     "ToolsNarrowedEvent",
     "Trajectory",
     "TrajectoryHeader",
+    "Turn",
     "TurnStartedEvent",
     "Usage",
     "UsageChunk",
@@ -212,6 +228,7 @@ __all__ = [
     "WorkspaceError",
     "__version__",
     "event_adapter",
+    "open_store",
     "tool",
 ]
 

@@ -43,7 +43,7 @@ from agentrt.events import (
     Timings,
     TurnStartedEvent,
 )
-from agentrt.exceptions import AgentrtError, TokenLimitReached, UserError
+from agentrt.exceptions import AgentrtError, SessionConflict, TokenLimitReached, UserError
 from agentrt.execution import Executor
 from agentrt.logs import get_logger
 from agentrt.mcp.client import MCPTools
@@ -56,8 +56,8 @@ from agentrt.planning import PlannerInput, PlannerResult, Progress, run_planner
 from agentrt.result import AgentRun, RunResult
 from agentrt.run import RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
-from agentrt.sessions.sqlite import SqliteSessionStore
-from agentrt.sessions.store import Scope, Session, SessionStore
+from agentrt.sessions.results import frames_of, restored
+from agentrt.sessions.store import RunRecord, Scope, Session, SessionStore, Turn, open_store
 from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy, VmStrategy
 from agentrt.tool import Tool, ToolRunner, ToolStorage, run_tool
@@ -111,6 +111,8 @@ class _Outcome:
     history: list[Message] = field(default_factory=list)
     new: list[Message] = field(default_factory=list)
     """This run's messages: the question, tool calls and results, the answer."""
+    record: RunRecord | None = None
+    """The run as the store has it, when the agent records runs."""
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -180,12 +182,11 @@ class Agent(Generic[DepsT, OutputT]):
                 f"{self.workspace.root} (it has: {', '.join(strategies)})"
             )
             raise UserError(msg)
-        self.sessions = (
-            SessionStore()
-            if self.settings.session_store is None
-            else SqliteSessionStore(self.settings.session_store)
-        )
-        """Every session's conversation, tools and named results."""
+        self.sessions: SessionStore = open_store(self.settings.session_store or "memory:")
+        """Every session's turns and named results, and (when `session_store` is set) every
+        run's status: opened on first use, or by `start()`."""
+        self._sessions_open = asyncio.Lock()
+        self._artifacts: dict[str, dict[str, object]] = {}
         self._prompts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._settings_json = self.settings.model_dump(mode="json")
         self._index: ToolIndex | None = None
@@ -205,9 +206,11 @@ class Agent(Generic[DepsT, OutputT]):
         """Start the agent's MCP servers and add their tools to its catalog (`async with
         agent:` does this). Does nothing without servers, or when they run already.
 
+        :raises StoreUnavailable: the session store's database cannot be reached
         :raises MCPServerError: a server could not start, or names a tool another tool has
             (the message names the server); none is left running
         """
+        await self._open_sessions()
         if self._mcp is not None or not self._mcp_servers:
             return
         mcp = MCPTools(self._mcp_servers, list(self._base_workspace.tools), self._mcp_changed)
@@ -216,11 +219,26 @@ class Agent(Generic[DepsT, OutputT]):
         self._mcp_changed()
 
     async def aclose(self) -> None:
-        """Stop the agent's MCP servers (no process is left). It may be started again."""
+        """Stop the agent's MCP servers (no process is left) and close its session store. It
+        may be started again."""
         mcp, self._mcp = self._mcp, None
         if mcp is not None:
             self.workspace = self._base_workspace
             await mcp.stop()
+        async with self._sessions_open:
+            await self.sessions.close()
+
+    def artifacts(self, session_id: str) -> dict[str, object]:
+        """What the session's tools keep by name between runs, in this process: the store's
+        named results (data frames) as of the session's last run here, and what cannot be
+        stored (a connection, an index). A value put here is seen by the session's next run."""
+        return self._artifacts.setdefault(session_id, {})
+
+    async def _open_sessions(self) -> SessionStore:
+        """The session store, opened the first time (once, however many runs ask at once)."""
+        async with self._sessions_open:
+            await self.sessions.open()
+        return self.sessions
 
     async def __aenter__(self) -> Agent[DepsT, OutputT]:
         await self.start()
@@ -374,7 +392,7 @@ class Agent(Generic[DepsT, OutputT]):
             else (self.settings.cache_dir or cache_dir()) / "outputs" / ctx.run_id
         )
         session_id = request.session_id
-        artifacts = self.sessions.artifacts(session_id) if session_id else {}
+        artifacts = self.artifacts(session_id) if session_id else {}
         return Executor(
             ctx,
             toolbox,
@@ -429,15 +447,16 @@ class Agent(Generic[DepsT, OutputT]):
         self, ctx: RunContext, cancel: anyio.CancelScope, request: _Request, outcome: _Outcome
     ) -> None:
         progress = Progress()
-        session = self.sessions.get(request.session_id) if request.session_id else None
         if request.history is not None:
             outcome.history = request.history
-        elif session is not None:
-            outcome.history = list(session.messages)
         try:
             with cancel:
                 try:
+                    session = await self._begin(ctx, request, outcome)
+                    loaded = session.model_copy(deep=True) if session is not None else None
                     await self._produce_answer(ctx, request, session, progress, outcome)
+                    if session is not None and loaded is not None:
+                        await self._keep(ctx, loaded, session, outcome)
                 except Exception as exc:
                     outcome.status, outcome.error = "error", f"{type(exc).__name__}: {exc}"
                     if not isinstance(exc, AgentrtError):  # ours explain themselves; log bugs
@@ -445,6 +464,7 @@ class Agent(Generic[DepsT, OutputT]):
         finally:
             if outcome.status == "cancelled":
                 outcome.error = "the run was cancelled"
+            await self._record_end(ctx, outcome)
             try:
                 ctx.emit(
                     RunFinishedEvent,
@@ -462,12 +482,75 @@ class Agent(Generic[DepsT, OutputT]):
                 )
             finally:
                 ctx.close()  # a reader must never wait forever
-        if session is not None:
-            # A question asked (`needs_input`) joins the history too: the reply is the
-            # session's next query, read against it.
-            if outcome.status in ("ok", "needs_input") and outcome.answer is not None:
-                session.messages += outcome.new
-            self.sessions.put(session)
+
+    async def _begin(self, ctx: RunContext, request: _Request, outcome: _Outcome) -> Session | None:
+        """Record the run as `running` (when runs are recorded), and read its session: its
+        history, its tools, its named results (into `artifacts`)."""
+        if self.settings.session_store is None and request.session_id is None:
+            return None
+        store = await self._open_sessions()
+        if self.settings.session_store is not None:
+            outcome.record = RunRecord(
+                run_id=ctx.run_id,
+                session_id=request.session_id,
+                query=request.query,
+                trajectory=str(ctx.writer.path) if ctx.writer is not None else None,
+            )
+            await store.put_run(outcome.record)
+        if request.session_id is None:
+            return None
+        session = await store.load(request.session_id)
+        self.artifacts(session.id).update(restored(session.results))
+        if request.history is None:
+            outcome.history = list(session.messages)
+        return session
+
+    async def _keep(
+        self, ctx: RunContext, loaded: Session, session: Session, outcome: _Outcome
+    ) -> None:
+        """Append the run's turn to its session (its messages, the session tools it made)
+        and keep its named results. A question asked (`needs_input`) joins the history too:
+        the reply is the session's next query, read against it. Another writer's turn
+        appended since the session was read goes first: this one follows it, its
+        `base_version` telling what it read."""
+        store = self.sessions
+        if outcome.status in ("ok", "needs_input") and outcome.answer is not None:
+            made = {n: t for n, t in session.tools.items() if n not in loaded.tools}
+            turn = Turn(
+                run_id=ctx.run_id, messages=outcome.new, tools=made, base_version=loaded.version
+            )
+            version = loaded.version
+            while True:  # each conflict is another writer's progress: this ends
+                try:
+                    await store.append(session.id, turn, version)
+                    break
+                except SessionConflict as exc:
+                    ctx.log.warning(
+                        "session turn follows another writer's",
+                        session_id=session.id,
+                        base_version=loaded.version,
+                        version=exc.actual,
+                    )
+                    version = exc.actual
+        frames = frames_of(self.artifacts(session.id))
+        if frames:
+            await store.put_results(session.id, frames)
+
+    async def _record_end(self, ctx: RunContext, outcome: _Outcome) -> None:
+        """Record the run's final status. Shielded: a run cancelled still records its end. A
+        store that fails here fails the run (unless it failed already)."""
+        if outcome.record is None:
+            return
+        record = outcome.record.model_copy(
+            update={"status": outcome.status, "updated": datetime.now(UTC)}
+        )
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.sessions.put_run(record)
+            except Exception as exc:
+                ctx.log.exception("run's end not recorded")
+                if outcome.status != "error":
+                    outcome.status, outcome.error = "error", f"{type(exc).__name__}: {exc}"
 
     async def _produce_answer(
         self,

@@ -137,8 +137,11 @@ def run(
         str | None, typer.Option(help="Session id, to continue a conversation.")
     ] = None,
     sessions: Annotated[
-        Path | None,
-        typer.Option(help="SQLite file keeping sessions, so a later run continues one."),
+        str | None,
+        typer.Option(
+            help="Session store: a SQLite file (or sqlite:///…), or postgresql://…, so a later "
+            "run continues a session."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print NDJSON events instead.")] = False,
     trajectories: Annotated[
@@ -730,7 +733,9 @@ class _ServeOptions:
         agent = Agent(
             workspace=self.workspace or default_workspace_path(),
             model=_load_model(self.model),
-            settings=AgentSettings(trajectory_dir=self.trajectories),
+            settings=AgentSettings(
+                trajectory_dir=self.trajectories, session_store=self.settings["store"]
+            ),
         )
         return create_app(agent, ServerSettings(**self.settings)), agent
 
@@ -779,7 +784,11 @@ def _serve_workers(options: _ServeOptions, host: str, port: int, workers: int) -
         workers=workers,
         timeout_graceful_shutdown=5,
     )
-    Multiprocess(config, sockets=[config.bind_socket()]).run()
+    sock = config.bind_socket()
+    # Listening before the workers start: a client that comes meanwhile waits in the kernel's
+    # queue for one to take it, rather than being refused.
+    sock.listen(config.backlog)
+    Multiprocess(config, sockets=[sock]).run()
 
 
 def _worker_app(options: _ServeOptions) -> Any:
@@ -877,8 +886,11 @@ def mcp_stdio(
         Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
     ] = None,
     sessions: Annotated[
-        Path | None,
-        typer.Option(help="SQLite file keeping sessions, so that they outlive the server."),
+        str | None,
+        typer.Option(
+            help="Session store: a SQLite file (or sqlite:///…), or postgresql://… shared by "
+            "several servers, so that sessions and runs outlive the server."
+        ),
     ] = None,
     trajectories: Annotated[
         Path | None, typer.Option(help="Where to record runs (default: ./trajectories).")

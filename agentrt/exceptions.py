@@ -17,6 +17,10 @@
     ├── OutputInvalid ─────── the final answer is not of the `output_type`, after every retry;
     │                         the run ends `error`
     ├── RunFailed ─────────── `RunResult.output` of a run that did not end `ok`
+    ├── SessionConflict ───── a turn appended at a version its session no longer has (another
+    │                         writer's came first); the agent appends after it
+    ├── StoreUnavailable ──── the session store's database cannot be reached, or was lost;
+    │                         the run ends `error`
     └── ToolError ─────────── raised by a tool: its message goes to the model verbatim
         ├── ShellError ────── a virtual shell command failed (agentrt.knowledge.vfs)
         ├── QueryRefused ──── a SQL statement was not run: `reason` says why (agentrt.sql.guard)
@@ -47,7 +51,9 @@ __all__ = [
     "RetriesExhausted",
     "RunFailed",
     "ScriptExhausted",
+    "SessionConflict",
     "ShellError",
+    "StoreUnavailable",
     "StreamInterrupted",
     "TokenLimitReached",
     "ToolDefinitionError",
@@ -137,3 +143,20 @@ class QueryRefused(ToolError):
 
 class QueryTimeout(ToolError):
     """The statement ran past its deadline and SQLite stopped it."""
+
+
+class SessionConflict(AgentrtError):
+    """A turn was appended at a version the session no longer has: another writer appended
+    first. Nothing was written; re-read the session and append after the other turn."""
+
+    def __init__(self, session_id: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"session {session_id!r} is at version {actual}, not {expected}: another writer "
+            "appended a turn first"
+        )
+        self.session_id, self.expected, self.actual = session_id, expected, actual
+
+
+class StoreUnavailable(AgentrtError):
+    """The session store's database could not be reached, or its connection was lost (the
+    message names its URL, without any password)."""

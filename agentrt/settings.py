@@ -57,9 +57,11 @@ class AgentSettings(BaseModel):
     (see `agentrt.models.grammar`)."""
     turn_retries: int = Field(1, ge=0)
     """How often a turn whose stream broke off mid-answer is asked again."""
-    session_store: Path | None = None
-    """A SQLite file where sessions are kept (messages, session tools, named results), so that
-    another agent over the same file continues them; None keeps them in memory."""
+    session_store: str | Path | None = None
+    """Where sessions (their turns: messages with tool calls and results, session tools; their
+    named results) and runs are kept, so that another agent or process over the same store
+    continues them: `sqlite:///file` (or a path: a SQLite file), `postgresql://…` (the
+    `postgres` extra), `memory:`. None keeps sessions in memory and records no runs."""
     history_tokens: int = Field(2000, ge=50)
     """Most tokens (estimated) of a session's earlier turns shown to a run: the latest turns
     whole, the older ones summarised (see `agentrt.sessions.history`)."""

@@ -306,7 +306,8 @@ class TestHistory:
         agent = Agent(model, tools=[add], settings=settings(tmp_path))
         first = await agent.run("2 + 3?", session_id="s")
         await agent.run("Double it.", session_id="s")
-        assert agent.sessions.get("s").messages[: len(first.messages)] == first.messages
+        stored = await agent.sessions.load("s")
+        assert stored.messages[: len(first.messages)] == first.messages
         sent = [m for m in model.requests[2].messages if m.role != "system"]
         assert [m.role for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
         with pytest.raises(UserError, match="give message_history or session_id, not both"):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
@@ -46,7 +46,7 @@ from starlette.types import Receive, Scope, Send
 from agentrt._version import __version__
 from agentrt.agent import Agent
 from agentrt.events import event_adapter
-from agentrt.exceptions import UserError
+from agentrt.exceptions import SessionConflict, StoreUnavailable, UserError
 from agentrt.models.base import Message
 from agentrt.server.ag_ui_endpoint import InputError, read_input
 from agentrt.server.auth import Caller, CallerDep, authenticate, token_keys
@@ -76,6 +76,7 @@ from agentrt.server.streams import (
     run_chunks,
 )
 from agentrt.server.trajectories import find_trajectory, list_trajectories, read_run
+from agentrt.sessions.store import Turn
 
 if TYPE_CHECKING:
     from agentrt.mcp.server import HTTPSessions
@@ -108,9 +109,10 @@ class ServerSettings(BaseModel):
     """Most bytes of a request body read; a larger one is refused with 413 (a run's query is at
     most 20,000 characters)."""
     store: str | None = None
-    """The database the workers of a deployment share. A `postgresql://…` URL relays every
-    run's events through it (`agentrt.server.relay`, with the `postgres` extra): any worker
-    then streams, reads and cancels a run another one holds. None: this server alone."""
+    """The database the workers of a deployment share (by default the agent's
+    `session_store`). A `postgresql://…` URL relays every run's events through it
+    (`agentrt.server.relay`, with the `postgres` extra): any worker then streams, reads and
+    cancels a run another one holds. None, or another store: this server alone."""
     owner_check: float = Field(2.0, gt=0)
     """Seconds a stream of another worker's run waits without news before it checks that the
     worker is still there (its stream ends with `run_finished: error` if not)."""
@@ -260,7 +262,7 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     )
 
     mcp = _mcp_sessions(agent, settings.max_runs)
-    relay = _relay(settings, registry)
+    relay = _relay(settings.store or agent.settings.session_store, settings, registry)
 
     app = _App(
         title="agentrt",
@@ -328,16 +330,18 @@ def _lifespan(
     return lifespan
 
 
-def _relay(settings: ServerSettings, registry: RunRegistry) -> Relay | None:
+def _relay(
+    store: str | Path | None, settings: ServerSettings, registry: RunRegistry
+) -> Relay | None:
     """The relay to the other workers, when the store is Postgres (None otherwise)."""
-    if settings.store is None:
+    if not isinstance(store, str) or not store.startswith("postgres"):
         return None
     from agentrt.server.relay import Relay, is_postgres
 
-    if not is_postgres(settings.store):
+    if not is_postgres(store):
         return None
     return Relay(
-        settings.store,
+        store,
         on_cancel=registry.cancel,
         owner_check=settings.owner_check,
         keep=settings.relay_keep,
@@ -431,6 +435,7 @@ async def _start(
     run_id = None
     if given is not None:
         assert session_id is not None
+        await _seed(agent, session_id, given)
         run_id = _claim(server, given, session_id)
     try:
         events = agent.run(query, session_id=session_id, strategy=strategy, run_id=run_id)
@@ -468,17 +473,26 @@ async def _session_free(server: _Server, session_id: str) -> None:
         raise HTTPException(409, msg)
 
 
+async def _seed(agent: Agent, session_id: str, given: _Given) -> None:
+    """A new session starts from the AG-UI thread's history: its first turn."""
+    if not given.history:
+        return
+    try:
+        if (await agent.sessions.load(session_id)).version == 0:
+            first = Turn(run_id=given.run_id, messages=given.history)
+            with suppress(SessionConflict):  # another request seeded it first
+                await agent.sessions.append(session_id, first, 0)
+    except StoreUnavailable as exc:
+        raise HTTPException(503, str(exc)) from None
+
+
 def _claim(server: _Server, given: _Given, session_id: str) -> str:
-    """The run id an AG-UI client gave, once known to be new (409 if not); a new session
-    starts from the thread's history. Called with no await until the run is registered."""
+    """The run id an AG-UI client gave, once known to be new (409 if not). Called with no
+    await until the run is registered."""
     run_id = given.run_id
     if server.registry.get(run_id) or find_trajectory(server.trajectory_dir, run_id):
         msg = f"run id {run_id!r} is taken: a run's id names its trajectory, give a new one"
         raise HTTPException(409, msg)
-    session = server.agent.sessions.get(session_id)
-    if given.history and not session.messages:
-        session.messages = list(given.history)
-        server.agent.sessions.put(session)
     return run_id
 
 

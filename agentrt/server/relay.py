@@ -32,7 +32,6 @@ from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import asyncpg
@@ -42,14 +41,15 @@ from agentrt.exceptions import UserError
 from agentrt.logs import get_logger
 from agentrt.server.runs import written_end
 from agentrt.server.schemas import RunInfo, RunState
+from agentrt.sessions.store import redact_url
 
-__all__ = ["Relay", "RelayLost", "RelayedRun", "check", "is_postgres", "redact"]
+__all__ = ["Relay", "RelayLost", "RelayedRun", "check", "is_postgres"]
 
 log = get_logger("agentrt.server")
 
 T = TypeVar("T")
 
-_SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg")
+_SCHEMES = ("postgresql", "postgres")  # as `agentrt.sessions.open_store` takes them
 _LOCKS = 0x61727472  # "artr": the first key of agentrt's advisory locks, apart from others'
 _EVENTS, _CANCEL = "agentrt_events", "agentrt_cancel"
 _SCHEMA = """
@@ -96,20 +96,6 @@ class RelayLost(RuntimeError):
 def is_postgres(url: str) -> bool:
     """Whether `url` names a Postgres database (`postgresql://…`)."""
     return url.partition("://")[0] in _SCHEMES
-
-
-def redact(url: str) -> str:
-    """`url` without its password, to name it in errors and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
-
-
-def _dsn(url: str) -> str:
-    """The URL as asyncpg takes it (SQLAlchemy's `postgresql+asyncpg://` too)."""
-    return "postgresql://" + url.partition("://")[2]
 
 
 class RelayedRun:
@@ -182,16 +168,16 @@ class Relay:
         :raises UserError: the database cannot be reached (the URL named without its password)
         """
         try:
-            self._pool = await asyncpg.create_pool(_dsn(self.url), min_size=1, max_size=4)
+            self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=4)
             self._listener = await asyncpg.connect(
                 # Named, so that an operator (or a test) can tell the workers' connections apart.
-                _dsn(self.url),
+                self.url,
                 server_settings={"application_name": f"agentrt relay {os.getpid()}"},
             )
             await self._prepare(self._pool, self._listener)
         except _DB_ERRORS as exc:
             await self._close()
-            msg = f"cannot use the Postgres store at {redact(self.url)}: {exc}"
+            msg = f"cannot use the Postgres store at {redact_url(self.url)}: {exc}"
             raise UserError(msg) from None
         try:
             async with anyio.create_task_group() as tg:
@@ -457,7 +443,7 @@ class Relay:
         if self.lost is not None:
             return
         self.lost = reason
-        log.error("the relay to the other workers stopped", reason=reason, url=redact(self.url))
+        log.error("the relay to the other workers stopped", reason=reason, url=redact_url(self.url))
         for watches in self._watches.values():
             for watch in watches:
                 watch.set()
@@ -497,8 +483,8 @@ async def check(url: str) -> None:
     :raises UserError: the database cannot be reached (the URL named without its password)
     """
     try:
-        conn = await asyncpg.connect(_dsn(url), timeout=10)
+        conn = await asyncpg.connect(url, timeout=10)
     except _DB_ERRORS as exc:
-        msg = f"cannot use the Postgres store at {redact(url)}: {exc}"
+        msg = f"cannot use the Postgres store at {redact_url(url)}: {exc}"
         raise UserError(msg) from None
     await conn.close()

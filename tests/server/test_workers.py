@@ -250,6 +250,41 @@ def followed_from_b(
             yield run_id, lines
 
 
+def test_a_session_is_continued_on_another_worker(tmp_path: Path, postgres_url: str) -> None:
+    """A session's first message on A, its second on B: B's run reads the session A wrote
+    (it appends after A's turn, at version 1), so the store holds both turns, in order."""
+    from agentrt.sessions.store import open_store
+
+    with workers(tmp_path, postgres_url) as (a, b), httpx.Client(timeout=60) as client:
+        first = client.post(f"{a.url}/sessions/s1/messages", json={"query": DEMO_QUESTION})
+        second = client.post(f"{b.url}/sessions/s1/messages", json={"query": "And again?"})
+        assert (first.status_code, second.status_code) == (200, 200), second.text
+
+    async def turns() -> list[tuple[str, int, str]]:
+        # The turns as stored: which run wrote each, and the version that run had read.
+        store = open_store(postgres_url)
+        await store.open()
+        db = await asyncpg.connect(postgres_url)
+        try:
+            session = await store.load("s1")
+            rows = await db.fetch(
+                "SELECT run_id, base_version FROM agentrt_turns WHERE session_id = 's1' "
+                "ORDER BY position"
+            )
+        finally:
+            await db.close()
+            await store.close()
+        questions = [m.content for m in session.messages if m.role == "user"]
+        return [
+            (row["run_id"], row["base_version"], q) for row, q in zip(rows, questions, strict=True)
+        ]
+
+    assert anyio.run(turns) == [
+        (first.headers["X-Run-Id"], 0, DEMO_QUESTION),
+        (second.headers["X-Run-Id"], 1, "And again?"),
+    ]
+
+
 def test_a_session_busy_on_one_worker_is_busy_on_all(
     tmp_path: Path, postgres_url: str, slow_workspace: Path
 ) -> None:
@@ -409,7 +444,7 @@ def test_a_store_that_is_down_is_named_without_its_password(tmp_path: Path) -> N
         )
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(
-        f"error: cannot use the Postgres store at postgresql://agentrt:***@127.0.0.1:{port}/runs: "
+        f"error: cannot use the Postgres store at postgresql://agentrt@127.0.0.1:{port}/runs: "
     )
     assert "s3cret" not in done.stderr
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ pytest.importorskip("pandas", reason="needs the analysis extra")
 
 import pandas as pd
 
-from agentrt import Message, Session, SessionStore, SessionTool, SqliteSessionStore
+from agentrt import MemorySessionStore, Message, Turn
 from agentrt.sessions.history import SUMMARY_HEADING, estimate_tokens, fit_history
 from tests.helpers import MakeAgent
 
@@ -70,36 +69,24 @@ class TestFitHistory:
 
 
 class TestSqliteSessionStore:
-    def test_a_new_store_over_the_file_continues_the_session(self, tmp_path: Path) -> None:
-        """Messages, session tools and named results survive; other artifacts do not."""
+    async def test_named_results_are_its_data_frames(
+        self, make_agent: MakeAgent, tmp_path: Path
+    ) -> None:
+        """Of what a session's tools keep by name, the data frames are stored (a new agent
+        over the file gets them back); other values stay in the process that made them."""
         path = tmp_path / "sessions.sqlite"
-        store = SqliteSessionStore(path)
-        session = store.get("s")
-        session.messages += conversation(2)
-        session.tools["get_more"] = SessionTool(
-            name="get_more", description="More of it.", base="echo", bind={"text": "x"}
-        )
+        first = make_agent(["Kept."], session_store=path)
         frame = pd.DataFrame({"month": ["2024-01", "2024-02"], "units": [3, 5]})
-        store.artifacts("s").update(trend=frame, connection=object())
-        store.put(session)
+        first.artifacts("s").update(trend=frame, connection=object())
+        await first.run("Keep them.", session_id="s", strategy="direct")
 
-        again = SqliteSessionStore(path)
-        assert again.get("s") == session
-        artifacts = again.artifacts("s")
-        assert set(artifacts) == {"trend"}
-        pd.testing.assert_frame_equal(artifacts["trend"], frame)
-        assert again.get("other") == Session(id="other")
-
-    def test_put_replaces_what_was_stored(self, tmp_path: Path) -> None:
-        """A session written twice holds the second version only."""
-        path = tmp_path / "sessions.sqlite"
-        store = SqliteSessionStore(path)
-        store.put(Session(id="s", messages=conversation(3)))
-        store.put(Session(id="s", messages=conversation(1)))
-        with sqlite3.connect(path) as db:
-            (count,) = db.execute("SELECT count(*) FROM messages").fetchone()
-        assert count == 2
-        assert SqliteSessionStore(path).get("s").messages == conversation(1)
+        second = make_agent(["Seen."], session_store=path)
+        assert (await second.sessions.load("s")).results == {
+            "trend": {"columns": ["month", "units"], "data": [["2024-01", 3], ["2024-02", 5]]}
+        }
+        await second.run("Still there?", session_id="s", strategy="direct")
+        assert set(second.artifacts("s")) == {"trend"}
+        pd.testing.assert_frame_equal(second.artifacts("s")["trend"], frame)  # type: ignore[arg-type]
 
     async def test_an_agent_over_the_file_sees_an_earlier_agents_turns(
         self, make_agent: MakeAgent, tmp_path: Path
@@ -121,14 +108,14 @@ class TestSqliteSessionStore:
 class TestAgentHistory:
     def test_the_memory_store_is_the_default(self, make_agent: MakeAgent) -> None:
         """Without `session_store`, sessions live in memory."""
-        assert type(make_agent([]).sessions) is SessionStore
+        assert type(make_agent([]).sessions) is MemorySessionStore
 
     async def test_a_long_session_is_summarised_for_the_model(
         self, make_agent: MakeAgent, tmp_path: Path
     ) -> None:
         """Past `history_tokens`, the model is sent the summary and the latest turns."""
         agent = make_agent(["Noted."], history_tokens=400)
-        agent.sessions.put(Session(id="s", messages=conversation(10, words=20)))
+        await agent.sessions.append("s", Turn(run_id="r0", messages=conversation(10, words=20)), 0)
         await agent.run("And now?", session_id="s", strategy="direct")
         sent = agent.model.requests[0].messages  # type: ignore[attr-defined]
         assert sent[1].role == "system"

@@ -23,6 +23,7 @@ from agentrt import (
     ToolError,
     ToolFinishedEvent,
     ToolsNarrowedEvent,
+    Turn,
     Usage,
     UsageChunk,
     UserError,
@@ -122,18 +123,19 @@ class TestAcrossRuns:
             assert f"read_{own}" in refused.reason
             assert f"read_{other}" not in refused.reason.partition("may call are:")[2]
             assert [e.output for e in of(events, ToolFinishedEvent)][-1] == f"{own}, page 1"
-        assert set(agent.sessions.get("A").tools) == {"read_alpha"}
-        assert set(agent.sessions.get("B").tools) == {"read_beta"}
+        assert set((await agent.sessions.load("A")).tools) == {"read_alpha"}
+        assert set((await agent.sessions.load("B")).tools) == {"read_beta"}
 
     async def test_the_session_keeps_them_as_data(self, make_agent: MakeAgent) -> None:
         """A session's tools are specs (base tool, bound arguments), so a session saved as JSON
-        and loaded into another agent offers them again."""
+        and appended as a turn to another agent's store offers them again."""
         first = make_agent([call("open_item", item="report"), "ok"])
         await first.run("Open it", session_id="s", strategy="exploratory")
-        saved = first.sessions.get("s").model_dump_json()
+        saved = Session.model_validate_json((await first.sessions.load("s")).model_dump_json())
 
         second = make_agent([call("read_report", page=4), "done"])
-        second.sessions.put(Session.model_validate_json(saved))
+        turn = Turn(run_id="saved", messages=saved.messages, tools=saved.tools)
+        await second.sessions.append("s", turn, 0)
         result = await second.run("Page 4?", session_id="s", strategy="exploratory")
         outputs = [e.output for e in of(result.trajectory.events, ToolFinishedEvent)]
         assert outputs == ["report, page 4"]

@@ -21,7 +21,6 @@ pytest.importorskip("pandas", reason="needs the analysis extra")
 pytest.importorskip("faiss", reason="needs the retrieval extra")
 pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
 
-import pandas as pd
 
 from agentrt import (
     Agent,
@@ -152,7 +151,7 @@ def make_copilot_agent(tmp_path: Path, copilot: Any, session: str, turns: int) -
             session_store=tmp_path / "sessions.sqlite",
         ),
     )
-    agent.sessions.artifacts(session)["copilot"] = copilot
+    agent.artifacts(session)["copilot"] = copilot
     return agent
 
 
@@ -169,9 +168,9 @@ class TestMemory:
         assert one.answer == f"{seller} sold the most: {units} units."
 
         second = make_copilot_agent(tmp_path, copilot, "s1", 3)
-        top = second.sessions.artifacts("s1")["top"]
-        assert isinstance(top, pd.DataFrame)
-        assert list(top.iloc[0]) == [seller, units]
+        top = (await second.sessions.load("s1")).results["top"]
+        assert isinstance(top, dict)
+        assert top["data"][0] == [seller, units]
         two = await second.run(TREND, session_id="s1", strategy="copilot")
         assert (two.status, two.answer) == (
             "ok",
