@@ -6,6 +6,9 @@ Postgres, so that any worker streams, reads and cancels a run that another one h
                                                NOTIFY agentrt_events 'r 17' ─► LISTEN: read on
     on_cancel('r') ◄── LISTEN ◄─────────────── NOTIFY agentrt_cancel 'r' ◄──── POST /runs/r/cancel
 
+The relay also knows which runs are in progress, for a session's next message to be refused
+(409) on every worker while one of its runs is. Runs older than `keep` are pruned.
+
 Postgres LISTEN/NOTIFY rather than a second service (Redis): the store is Postgres already, so
 a deployment of N workers needs nothing more. Events cross as their `json_bytes` (the bytes of
 their trajectory line), so a stream from B is, byte for byte, the stream from A. The writer

@@ -16,6 +16,9 @@ longer yields it (its generator is being closed); the consumer then takes the ev
 see from the trajectory file, so that every stream still ends with the run's `run_finished`.
 Should the file not have it (it could not be written), the server says so in a `run_finished`
 of its own: a stream never ends without one.
+
+When the server is one of several workers, every event its runs publish also goes to the relay
+(`RunRegistry.relay`; `agentrt.server.relay`), for the streams of the other workers.
 """
 
 from __future__ import annotations
