@@ -732,6 +732,22 @@ def _summary_table(s: EvalSummary, model: str) -> Table:
     return table
 
 
+_StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        envvar="AGENTRT_STORE",
+        help="The database the servers of a deployment share: with postgresql://… any of "
+        "them streams, reads and cancels a run another one holds (the 'postgres' extra).",
+    ),
+]
+_WorkersOption = Annotated[
+    int,
+    typer.Option(
+        min=1, help="Server processes on the one port (more than 1 needs a postgresql store)."
+    ),
+]
+
+
 @app.command()
 def serve(
     host: Annotated[
@@ -765,32 +781,111 @@ def serve(
     max_runs_per_token: Annotated[
         int, typer.Option(min=1, help="Runs in progress at once for one token.")
     ] = 8,
+    store: _StoreOption = None,
+    workers: _WorkersOption = 1,
 ) -> None:
     """Serve runs over HTTP: SSE or NDJSON streams, trajectories, and a web page at /."""
     configure_logging()
-    tokens = tuple(token or ())
-    try:
-        from agentrt.server import ServerSettings, check_exposure, create_app
-    except ImportError as exc:
-        err.print(
-            f"[red]error:[/] the server needs its extra: pip install 'agentrt[server]' ({exc})"
-        )
-        raise typer.Exit(2) from None
+    options = _ServeOptions(
+        model=model,
+        workspace=workspace,
+        trajectories=trajectories,
+        settings={
+            "tokens": tuple(token or ()),
+            "max_runs": max_runs,
+            "max_runs_per_token": max_runs_per_token,
+            "allowed_hosts": tuple(allowed_host or ()),
+            "store": store,
+        },
+    )
     with _usage_errors():
-        check_exposure(host, tokens)
+        application, agent = _serve_build(options, host, workers)
+    if workers > 1:
+        _serve_workers(options, host, port, workers)
+    else:
+        _serve_app(application, agent, host, port)
+
+
+@dataclass(frozen=True)
+class _ServeOptions:
+    """What each server process of `agentrt serve` builds its app from (picklable: a worker
+    process is given it)."""
+
+    model: str
+    workspace: Path | None
+    trajectories: Path
+    settings: dict[str, Any]
+    """The `ServerSettings`."""
+
+    def app(self) -> tuple[Any, Agent]:
+        """The app (`create_app`) and its agent."""
+        from agentrt.server import ServerSettings, create_app
+
         agent = Agent(
-            workspace=workspace or default_workspace_path(),
-            model=_load_model(model),
-            settings=AgentSettings(trajectory_dir=trajectories),
+            workspace=self.workspace or default_workspace_path(),
+            model=_load_model(self.model),
+            settings=AgentSettings(
+                trajectory_dir=self.trajectories, session_store=self.settings["store"]
+            ),
         )
-        limits = ServerSettings(
-            tokens=tokens,
-            max_runs=max_runs,
-            max_runs_per_token=max_runs_per_token,
-            allowed_hosts=tuple(allowed_host or ()),
+        return create_app(agent, ServerSettings(**self.settings)), agent
+
+
+def _serve_build(options: _ServeOptions, host: str, workers: int) -> tuple[Any, Agent]:
+    """Check the options and build the app once (in this process, so that a mistake is one
+    error here rather than one per worker).
+
+    :raises UserError: a server exposed without a token, workers without a shared store, a
+        store that cannot be reached, …
+    """
+    try:
+        from agentrt.server import check_exposure
+    except ImportError as exc:
+        msg = f"the server needs its extra: pip install 'agentrt[server]' ({exc})"
+        raise UserError(msg) from None
+    check_exposure(host, options.settings["tokens"])
+    store: str | None = options.settings["store"]
+    postgres = store is not None and store.partition("://")[0].startswith("postgres")
+    if workers > 1 and not postgres:
+        msg = (
+            f"--workers {workers} needs a store the workers share: give --store "
+            "postgresql://… (each worker would otherwise see only its own runs)"
         )
-        application = create_app(agent, limits)
-    _serve_app(application, agent, host, port)
+        raise UserError(msg)
+    if store is not None and postgres:
+        from agentrt.server.relay import check
+
+        anyio.run(check, store)
+    return options.app()
+
+
+def _serve_workers(options: _ServeOptions, host: str, port: int, workers: int) -> None:
+    """Serve with `workers` processes on one socket, uvicorn's supervisor restarting any that
+    dies; each builds its own app from `options` (its own agent, relayed through the store)."""
+    import functools
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(
+        functools.partial(_worker_app, options),
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        timeout_graceful_shutdown=5,
+    )
+    sock = config.bind_socket()
+    # Listening before the workers start: a client that comes meanwhile waits in the kernel's
+    # queue for one to take it, rather than being refused.
+    sock.listen(config.backlog)
+    Multiprocess(config, sockets=[sock]).run()
+
+
+def _worker_app(options: _ServeOptions) -> Any:
+    """The app of one worker process of `agentrt serve --workers N`."""
+    configure_logging()
+    return options.app()[0]
 
 
 def _serve_app(application: Any, agent: Agent, host: str, port: int) -> None:

@@ -22,8 +22,8 @@ Built on the Agent API only: `agent.run(query, session_id=, strategy=)`.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
@@ -73,6 +73,7 @@ from agentrt.server.streams import (
     StreamFormat,
     file_chunks,
     negotiate,
+    relay_chunks,
     run_chunks,
 )
 from agentrt.server.trajectories import find_trajectory, list_trajectories, read_run
@@ -80,6 +81,7 @@ from agentrt.sessions.store import Turn
 
 if TYPE_CHECKING:
     from agentrt.mcp.server import HTTPSessions
+    from agentrt.server.relay import Relay, RelayedRun
 
 __all__ = ["ServerSettings", "create_app"]
 
@@ -107,6 +109,17 @@ class ServerSettings(BaseModel):
     max_body: int = Field(1 << 20, ge=1024)
     """Most bytes of a request body read; a larger one is refused with 413 (a run's query is at
     most 20,000 characters)."""
+    store: str | None = None
+    """The database the workers of a deployment share (by default the agent's
+    `session_store`). A `postgresql://…` URL relays every run's events through it
+    (`agentrt.server.relay`, with the `postgres` extra): any worker then streams, reads and
+    cancels a run another one holds. None, or another store: this server alone."""
+    owner_check: float = Field(2.0, gt=0)
+    """Seconds a stream of another worker's run waits without news before it checks that the
+    worker is still there (its stream ends with `run_finished: error` if not)."""
+    relay_keep: float = Field(86400.0, gt=0)
+    """Seconds the relay keeps a run's events (from its start); after that, only the
+    trajectory files of the worker that ran it have them."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names (a `Host` header's, without the port) answered besides localhost, 127.0.0.1
     and [::1]; `*` for any. Without it a server without tokens answers to the loopback names
@@ -250,29 +263,25 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
     )
 
     mcp = _mcp_sessions(agent, settings.max_runs)
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(agent)  # its MCP servers run as long as the app
-            await stack.enter_async_context(registry.running())
-            if mcp is not None:
-                await stack.enter_async_context(mcp.running())
-            yield
+    relay = _relay(settings.store or agent.settings.session_store, settings, registry)
 
     app = _App(
         title="agentrt",
         version=__version__,
         summary="Stream agent runs as SSE or NDJSON; read their trajectories.",
-        lifespan=lifespan,
+        lifespan=_lifespan(agent, registry, relay, mcp),
         # The interactive docs load their scripts from a CDN; the schema is at /openapi.json.
         docs_url=None,
         redoc_url=None,
     )
-    app.state.server = _Server(agent, registry, settings, trajectory_dir, mcp)
+    app.state.server = _Server(agent, registry, settings, trajectory_dir, mcp, relay)
     app.state.strategies = list(agent.workspace.strategies)
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    if relay is not None:
+        from agentrt.server.relay import RelayLost
+
+        app.add_exception_handler(RelayLost, _relay_lost)
     app.state.token_keys = token_keys(settings.tokens)
     app.add_middleware(
         RequestGuard,
@@ -300,6 +309,44 @@ def _mcp_sessions(agent: Agent, max_runs: int) -> HTTPSessions | None:
             raise  # not the extra missing: a bug
         return None
     return HTTPSessions(agent, max_runs=max_runs)
+
+
+def _lifespan(
+    agent: Agent, registry: RunRegistry, relay: Relay | None, mcp: HTTPSessions | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(agent)  # its MCP servers run as long as the app
+            if relay is not None:
+                # Entered before the registry, left after it: the runs cancelled at shutdown
+                # still have their ends relayed.
+                await stack.enter_async_context(relay.running())
+                registry.relay = relay.publish
+            await stack.enter_async_context(registry.running())
+            if mcp is not None:
+                await stack.enter_async_context(mcp.running())
+            yield
+
+    return lifespan
+
+
+def _relay(
+    store: str | Path | None, settings: ServerSettings, registry: RunRegistry
+) -> Relay | None:
+    """The relay to the other workers, when the store is Postgres (None otherwise)."""
+    if not isinstance(store, str) or not store.startswith("postgres"):
+        return None
+    from agentrt.server.relay import Relay, is_postgres
+
+    if not is_postgres(store):
+        return None
+    return Relay(
+        store,
+        on_cancel=registry.cancel,
+        owner_check=settings.owner_check,
+        keep=settings.relay_keep,
+    )
 
 
 _bearer = HTTPBearer(auto_error=False)
@@ -334,6 +381,12 @@ class _Server:
     trajectory_dir: Path
     mcp: HTTPSessions | None
     """What `/mcp` serves (None without the `mcp` extra)."""
+    relay: Relay | None
+    """The relay to the other workers (None when this server is alone)."""
+
+    async def relayed(self, run_id: str) -> RelayedRun | None:
+        """A run another worker holds (or this one held), as the relay has it."""
+        return None if self.relay is None else await self.relay.find(run_id)
 
 
 def _server(request: Request) -> _Server:
@@ -375,6 +428,8 @@ async def _start(
     if strategy is not None and strategy not in agent.workspace.strategies:
         known = ", ".join(agent.workspace.strategies)
         _invalid(("body", "strategy"), f"no strategy {strategy!r} (known: {known})")
+    if session_id is not None:
+        await _session_free(server, session_id)
     refusal = registry.admit(caller, session_id)
     if refusal is not None:
         return _refused(refusal)
@@ -394,12 +449,29 @@ async def _start(
     # Cancelled before its first event: only at shutdown.
     if handle.run_id is None or not (handle.events or handle.evicted):
         raise HTTPException(503, "the server is shutting down")
+    if server.relay is not None:  # known to the other workers before its stream starts
+        await server.relay.claim(handle.run_id, query, session_id)
     return EventStream(
         run_chunks(handle, -1, fmt, server.settings.keepalive),
         fmt,
         on_close=handle.abandon,
         headers={"X-Run-Id": handle.run_id},
     )
+
+
+async def _session_free(server: _Server, session_id: str) -> None:
+    """409 if the session has a run in progress on another worker (this one's are checked by
+    `RunRegistry.admit`). Checked before the run is claimed, not with it: two workers asked at
+    the same moment may both start one, which the session store then orders."""
+    if server.relay is None:
+        return
+    busy = await server.relay.session_busy(session_id)
+    if busy is not None and server.registry.get(busy) is None:
+        msg = (
+            f"session {session_id!r} has a run in progress on another worker ({busy}): wait "
+            "for it to finish or cancel it, so that the next message sees its answer"
+        )
+        raise HTTPException(409, msg)
 
 
 async def _seed(agent: Agent, session_id: str, given: _Given) -> None:
@@ -477,6 +549,9 @@ async def get_run(run_id: RunId, server: ServerDep) -> RunInfo:
     handle = server.registry.get(run_id)
     if handle is not None and handle.live:
         return RunInfo(**handle.summary().model_dump(), events=list(handle.events))
+    relayed = await server.relayed(run_id)
+    if relayed is not None and server.relay is not None:
+        return await server.relay.info(relayed)
     path = find_trajectory(server.trajectory_dir, run_id)
     if path is not None:
         try:
@@ -509,6 +584,10 @@ async def get_run_events(
     handle = server.registry.get(run_id)
     if handle is not None and not handle.evicted:
         return EventStream(run_chunks(handle, after, fmt, server.settings.keepalive), fmt)
+    relayed = await server.relayed(run_id)
+    if relayed is not None and server.relay is not None:
+        batches = server.relay.follow(relayed)
+        return EventStream(relay_chunks(batches, after, fmt, server.settings.keepalive), fmt)
     path = find_trajectory(server.trajectory_dir, run_id)
     if path is None:
         raise HTTPException(404, _no_run(run_id, server.trajectory_dir))
@@ -528,6 +607,9 @@ async def cancel_run(run_id: RunId, server: ServerDep) -> RunSummary:
     end with `run_finished: cancelled`)."""
     handle = server.registry.get(run_id)
     if handle is None:
+        relayed = await server.relayed(run_id)
+        if relayed is not None and server.relay is not None:
+            return await _cancel_elsewhere(server.relay, relayed)
         if find_trajectory(server.trajectory_dir, run_id) is not None:
             msg = f"run {run_id!r} has already ended"
             raise HTTPException(409, msg)
@@ -591,6 +673,22 @@ async def post_approvals(
         fmt,
         on_close=handle.abandon,
         headers={"X-Run-Id": run_id},
+    )
+
+
+async def _cancel_elsewhere(relay: Relay, run: RelayedRun) -> RunSummary:
+    """Cancel a run another worker holds: its owner is asked through the relay."""
+    info = await relay.info(run)
+    if info.state != "running":
+        msg = f"run {run.run_id!r} has already ended ({info.state})"
+        raise HTTPException(409, msg)
+    end = await relay.cancel(run)
+    return RunSummary(
+        run_id=run.run_id,
+        state=end.status,
+        query=run.query,
+        session_id=run.session_id,
+        answer=end.answer,
     )
 
 
@@ -765,6 +863,11 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
         msg = f"not JSON: not UTF-8 text ({cause.reason} at byte {cause.start})"
         return _unprocessable([FieldError(loc=["body"], msg=msg, type="json_invalid")])
     return await http_exception_handler(request, exc)
+
+
+async def _relay_lost(request: Request, exc: Exception) -> JSONResponse:
+    """A run of another worker asked for while the relay has lost Postgres: 503, saying so."""
+    return JSONResponse(ErrorBody(detail=str(exc)).model_dump(), status_code=503)
 
 
 def _refused(refusal: Refusal) -> JSONResponse:

@@ -16,12 +16,15 @@ longer yields it (its generator is being closed); the consumer then takes the ev
 see from the trajectory file, so that every stream still ends with the run's `run_finished`.
 Should the file not have it (it could not be written), the server says so in a `run_finished`
 of its own: a stream never ends without one.
+
+When the server is one of several workers, every event its runs publish also goes to the relay
+(`RunRegistry.relay`; `agentrt.server.relay`), for the streams of the other workers.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,7 @@ from agentrt.events import (
     Event,
     ModelResponseEvent,
     RunFinishedEvent,
+    RunStatus,
     Timings,
     ToolFinishedEvent,
     TurnStartedEvent,
@@ -46,7 +50,7 @@ from agentrt.server.trajectories import find_trajectory
 from agentrt.trajectory.format import Trajectory
 from agentrt.trajectory.writer import keep_json
 
-__all__ = ["Refusal", "RunHandle", "RunRegistry"]
+__all__ = ["Refusal", "RunHandle", "RunRegistry", "written_end"]
 
 log = get_logger("agentrt.server")
 
@@ -149,6 +153,9 @@ class RunRegistry:
         self._sessions: dict[str, list[RunHandle]] = {}
         self._session_live: dict[str, RunHandle] = {}
         self._tg: TaskGroup | None = None
+        self.relay: Callable[[list[Event]], None] | None = None
+        """Where the events of this server's runs also go, as they come: the relay to the
+        other workers (`agentrt.server.relay`), when there are others."""
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -164,6 +171,13 @@ class RunRegistry:
     def cancel_all(self) -> None:
         """Cancel every run in progress (each ends as `cancel` says)."""
         for handle in self._live:
+            handle.cancel()
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel the run if it is live on this server (another worker asks for it)."""
+        handle = self._runs.get(run_id)
+        if handle is not None and handle.live:
+            log.info("cancelling a run, as another worker asked", run_id=run_id)
             handle.cancel()
 
     def get(self, run_id: str) -> RunHandle | None:
@@ -238,7 +252,7 @@ class RunRegistry:
                         handle.run_id = event.run_id
                         self._runs[event.run_id] = handle
                         handle.started.set()
-                    handle._publish([event])
+                    self._publish(handle, [event])
         except Exception:
             log.exception("a run's event stream failed", run_id=handle.run_id)
         finally:
@@ -260,15 +274,20 @@ class RunRegistry:
                 except (OSError, ValueError) as exc:
                     log.warning("trajectory not readable", path=str(path), error=str(exc))
                 else:
-                    handle._publish(recorded.events[len(handle.events) :])
+                    self._publish(handle, recorded.events[len(handle.events) :])
                     end = handle.events[-1] if handle.events else None
             if not isinstance(end, RunFinishedEvent) and handle.events:
                 end = _lost_end(handle.events, path)
-                handle._publish([end])
+                self._publish(handle, [end])
         if isinstance(end, RunFinishedEvent):
             handle.state, handle.answer = end.status, end.answer
         else:
             handle.state = "unfinished"
+
+    def _publish(self, handle: RunHandle, events: list[Event]) -> None:
+        handle._publish(events)
+        if self.relay is not None and events:
+            self.relay(events)
 
     def _retire(self, handle: RunHandle) -> None:
         if handle.live:  # it never got as far as a state: say so rather than "running"
@@ -297,24 +316,33 @@ class RunRegistry:
 
 
 def _lost_end(events: list[Event], path: Path | None) -> RunFinishedEvent:
-    """The `run_finished` of a run cancelled while its trajectory could not be written: its
-    accounts summed from the events the server saw."""
+    """The `run_finished` of a run cancelled while its trajectory could not be written."""
     where = f"{path} lacks it" if path is not None else "no trajectory file was written"
+    error = (
+        f"the run was cancelled; its recorded end was lost ({where}), so the server wrote this one"
+    )
+    return written_end(events[-1].run_id, events, "cancelled", error)
+
+
+def written_end(
+    run_id: str, events: list[Event], status: RunStatus, error: str
+) -> RunFinishedEvent:
+    """A `run_finished` the server writes for a run whose own end it cannot have: its
+    accounts summed from the events the server saw (none, if it saw none)."""
     usage, model_time, tool_time = Usage(), 0.0, 0.0
     for e in events:
         if isinstance(e, ModelResponseEvent):
             usage, model_time = usage + e.usage, model_time + e.duration
         elif isinstance(e, ToolFinishedEvent):
             tool_time += e.duration
-    last = events[-1]
+    seq, t = (events[-1].seq + 1, events[-1].t) if events else (0, 0.0)
     return RunFinishedEvent(
-        run_id=last.run_id,
-        seq=last.seq + 1,
-        t=last.t,
-        status="cancelled",
-        error=f"the run was cancelled; its recorded end was lost ({where}), so the server "
-        "wrote this one",
+        run_id=run_id,
+        seq=seq,
+        t=t,
+        status=status,
+        error=error,
         steps=sum(isinstance(e, TurnStartedEvent) for e in events),
         usage=usage,
-        timings=Timings(total=last.t, model=round(model_time, 6), tools=round(tool_time, 6)),
+        timings=Timings(total=t, model=round(model_time, 6), tools=round(tool_time, 6)),
     )

@@ -42,6 +42,7 @@ __all__ = [
     "encode",
     "file_chunks",
     "negotiate",
+    "relay_chunks",
     "run_chunks",
 ]
 
@@ -164,6 +165,25 @@ async def _follow(
             await handle.changed()
         if quiet.cancelled_caught and fmt != "ndjson":
             yield b": keep-alive\n\n"
+
+
+async def relay_chunks(
+    batches: AsyncGenerator[list[Event], None], after: int, fmt: StreamFormat, keepalive: float
+) -> AsyncGenerator[bytes, None]:
+    """The events with `seq > after` of a run another worker holds, as the relay reads them
+    (`Relay.follow`: every event from the first, an empty batch when it has been quiet)."""
+    encoder = Encoder(fmt)
+    quiet_since = anyio.current_time()
+    async with contextlib.aclosing(batches):
+        async for batch in batches:
+            encoder.skip([e for e in batch if e.seq <= after])
+            fresh = [e for e in batch if e.seq > after]
+            if fresh:
+                quiet_since = anyio.current_time()
+                yield encoder.encode(fresh)
+            elif anyio.current_time() - quiet_since >= keepalive and fmt != "ndjson":
+                quiet_since = anyio.current_time()
+                yield b": keep-alive\n\n"
 
 
 async def file_chunks(path: Path, after: int, fmt: StreamFormat) -> AsyncGenerator[bytes, None]:

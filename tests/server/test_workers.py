@@ -1,0 +1,572 @@
+"""Several server workers over one Postgres: `agentrt serve` processes on their own ports, each
+with its own trajectory folder, so that whatever crosses from one to another crossed through
+Postgres (the relay, `agentrt.server.relay`).
+
+The model is the scripted demo (`--model demo`): a classification, then `days_between` and
+`calculate` at once, then the answer. For a run that stays in progress, the workspace's
+`days_between` never returns (until the run is cancelled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import asyncpg
+import httpx
+import pytest
+
+from agentrt.cli import DEMO_QUESTION
+from tests.helpers import MakeAgent, call, finish
+
+pytest.importorskip("uvicorn", reason="needs the server extra")
+
+REPO = Path(__file__).parents[2]
+NDJSON = {"Accept": "application/x-ndjson"}
+SLOW = '''
+@tool
+async def days_between(start: date, end: date) -> int:
+    """The number of days from one date to another; this one never answers (until its run is
+    cancelled).
+
+    Args:
+        start: The first date, YYYY-MM-DD.
+        end: The second date, YYYY-MM-DD.
+    """
+    import anyio
+
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+'''
+
+
+class Worker:
+    """An `agentrt serve` process, its stderr read as it comes."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "agentrt", "serve", "--model", "demo", "--port", "0", *args],
+            cwd=cwd,
+            env={
+                "PATH": "/usr/bin:/bin",
+                **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+            },
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.said: list[str] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        assert self.process.stderr is not None
+        threading.Thread(target=self._read, args=(self.process.stderr,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        """The first line of stderr from here on that matches `pattern`."""
+        while True:
+            line = self._lines.get(timeout=timeout)
+            assert line is not None, f"the server ended: {''.join(self.said)}"
+            self.said.append(line)
+            if found := re.search(pattern, line):
+                return found
+
+    @property
+    def url(self) -> str:
+        if not hasattr(self, "_url"):
+            self._url = self.wait_for(r"Uvicorn running on (http://127\.0\.0\.1:\d+)").group(1)
+        return self._url
+
+    def stop(self) -> int:
+        """Ctrl-C, unless it has ended already; its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            return self.process.wait(timeout=30)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+
+    def stderr(self) -> str:
+        """All it said on stderr (once it has ended)."""
+        while (line := self._lines.get(timeout=30)) is not None:
+            self.said.append(line)
+        return "".join(self.said)
+
+
+@contextlib.contextmanager
+def workers(tmp_path: Path, store: str, *extra: str, n: int = 2) -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    try:
+        for i in range(n):
+            folder = tmp_path / f"worker{i}"
+            folder.mkdir()
+            started.append(Worker(["--store", store, *extra], folder))
+        for w in started:
+            assert w.url
+        yield started
+        for w in started:  # each stops cleanly on Ctrl-C (unless the test killed it)
+            assert w.stop() in (130, -signal.SIGKILL)
+            assert "Traceback" not in w.stderr(), w.stderr()
+    finally:
+        for w in started:
+            w.stop()
+
+
+@pytest.fixture
+def slow_workspace(tmp_path: Path) -> Path:
+    """The built-in workspace, its `days_between` one that never answers."""
+    workspace = tmp_path / "workspace"
+    for part in ("strategies", "prompts", "registry", "tools"):
+        shutil.copytree(REPO / part, workspace / part)
+    basics = workspace / "tools" / "basics.py"
+    source = basics.read_text()
+    quick = source[source.index("@tool\ndef days_between") :].split("\n\n\n")[0]
+    basics.write_text(source.replace(quick, SLOW.strip()))
+    return workspace
+
+
+def read_until(lines: Iterator[str], test: Any) -> list[dict[str, Any]]:
+    """Events from an NDJSON stream up to the first that passes `test`."""
+    got = []
+    for line in lines:
+        got.append(json.loads(line))
+        if test(got[-1]):
+            return got
+    raise AssertionError(f"the stream ended first: {got}")
+
+
+def test_a_run_on_one_worker_is_streamed_from_another(tmp_path: Path, postgres_url: str) -> None:
+    """Started on A, streamed from B after a Last-Event-ID: the events after it, byte for byte
+    what A sent, ending with run_finished; B's SSE and its run state say the same."""
+    with workers(tmp_path, postgres_url) as (a, b), httpx.Client(timeout=60) as client:
+        with client.stream(
+            "POST", f"{a.url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON
+        ) as started:
+            run_id = started.headers["X-Run-Id"]
+            lines = started.iter_lines()
+            first = read_until(lines, lambda e: e["seq"] == 2)
+            from_b = client.get(
+                f"{b.url}/runs/{run_id}/events", headers={**NDJSON, "Last-Event-ID": "2"}
+            )
+            rest = list(lines)
+        assert from_b.status_code == 200
+        sent_by_a = "".join(line + "\n" for line in rest)
+        assert from_b.text == sent_by_a
+        end = json.loads(rest[-1])
+        assert (end["type"], end["status"], len(first)) == ("run_finished", "ok", 3)
+
+        sse = client.get(f"{b.url}/runs/{run_id}/events").text
+        events = [json.loads(line) for line in rest]
+        assert sse.endswith(
+            "".join(
+                f"event: {e['type']}\nid: {e['seq']}\ndata: {line}\n\n"
+                for e, line in zip(events, rest, strict=True)
+            )
+        )
+        info = client.get(f"{b.url}/runs/{run_id}").json()
+        assert (info["state"], info["query"], len(info["events"])) == (
+            "ok",
+            DEMO_QUESTION,
+            3 + len(rest),
+        )
+        assert not list((tmp_path / "worker1").glob("trajectories/*/*.jsonl"))
+        for protocol in ("ag-ui", "vercel"):  # a UI protocol's frames, resumed mid-run too
+            for after in ({}, {"Last-Event-ID": "5"}):
+                path = f"/runs/{run_id}/events?protocol={protocol}"
+                from_a = client.get(a.url + path, headers=after)
+                assert from_a.text == client.get(b.url + path, headers=after).text
+                assert from_a.text.count("data: ") > 3
+
+
+def test_a_run_is_cancelled_from_another_worker(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """A run waiting on a slow tool on A, followed and cancelled from B: both streams and A's
+    trajectory end `cancelled`, and B's stream is A's, byte for byte."""
+    with workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b):
+        with (
+            httpx.Client(timeout=60) as client,
+            client.stream(
+                "POST", f"{a.url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON
+            ) as started,
+        ):
+            run_id = started.headers["X-Run-Id"]
+            lines = started.iter_lines()
+            so_far = read_until(
+                lines, lambda e: e["type"] == "tool_started" and e["name"] == "days_between"
+            )
+            after = str(so_far[-1]["seq"])
+            with client.stream(
+                "GET", f"{b.url}/runs/{run_id}/events", headers={**NDJSON, "Last-Event-ID": after}
+            ) as followed:
+                assert client.get(f"{b.url}/runs/{run_id}").json()["state"] == "running"
+                cancelled = client.post(f"{b.url}/runs/{run_id}/cancel")
+                from_b = [line + "\n" for line in followed.iter_lines()]
+            from_a = [line + "\n" for line in lines]
+        assert cancelled.status_code == 200, cancelled.text
+        assert cancelled.json()["state"] == "cancelled"
+        assert from_b == from_a
+        end = json.loads(from_a[-1])
+        assert (end["type"], end["status"]) == ("run_finished", "cancelled")
+        (trajectory,) = (tmp_path / "worker0").glob("trajectories/*/*.jsonl")
+        assert json.loads(trajectory.read_text().splitlines()[-1])["status"] == "cancelled"
+        again = httpx.post(f"{b.url}/runs/{run_id}/cancel", timeout=30)
+        assert again.status_code == 409
+        assert "already ended (cancelled)" in again.json()["detail"]
+
+
+@contextlib.contextmanager
+def followed_from_b(
+    client: httpx.Client, a: Worker, b: Worker
+) -> Iterator[tuple[str, Iterator[str]]]:
+    """A run started on A, waiting on its slow tool (A's stream held open: the run goes on),
+    and followed from B as far as A has streamed it: the run's id and the rest of B's lines."""
+    with client.stream(
+        "POST", f"{a.url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON
+    ) as started:
+        # Held: a generator dropped half-read would close A's stream, which cancels the run.
+        owned = started.iter_lines()
+        seen = read_until(owned, lambda e: e["type"] == "tool_started")
+        run_id = started.headers["X-Run-Id"]
+        with client.stream("GET", f"{b.url}/runs/{run_id}/events", headers=NDJSON) as followed:
+            lines = followed.iter_lines()
+            read_until(lines, lambda e: e["seq"] == seen[-1]["seq"])
+            yield run_id, lines
+
+
+def test_a_session_is_continued_on_another_worker(tmp_path: Path, postgres_url: str) -> None:
+    """A session's first message on A, its second on B: B's run reads the session A wrote
+    (it appends after A's turn, at version 1), so the store holds both turns, in order."""
+    from agentrt.sessions.store import open_store
+
+    with workers(tmp_path, postgres_url) as (a, b), httpx.Client(timeout=60) as client:
+        first = client.post(f"{a.url}/sessions/s1/messages", json={"query": DEMO_QUESTION})
+        second = client.post(f"{b.url}/sessions/s1/messages", json={"query": "And again?"})
+        assert (first.status_code, second.status_code) == (200, 200), second.text
+
+    async def turns() -> list[tuple[str, int, str]]:
+        # The turns as stored: which run wrote each, and the version that run had read.
+        store = open_store(postgres_url)
+        await store.open()
+        db = await asyncpg.connect(postgres_url)
+        try:
+            session = await store.load("s1")
+            rows = await db.fetch(
+                "SELECT run_id, base_version FROM agentrt_turns WHERE session_id = 's1' "
+                "ORDER BY position"
+            )
+        finally:
+            await db.close()
+            await store.close()
+        questions = [m.content for m in session.messages if m.role == "user"]
+        return [
+            (row["run_id"], row["base_version"], q) for row, q in zip(rows, questions, strict=True)
+        ]
+
+    assert anyio.run(turns) == [
+        (first.headers["X-Run-Id"], 0, DEMO_QUESTION),
+        (second.headers["X-Run-Id"], 1, "And again?"),
+    ]
+
+
+def test_a_session_busy_on_one_worker_is_busy_on_all(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """A session's run in progress on A: B refuses the session's next message (409, naming the
+    run) until the run has been cancelled, then takes it."""
+    with (
+        workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b),
+        httpx.Client(timeout=60) as client,
+        client.stream(
+            "POST", f"{a.url}/sessions/s1/messages", json={"query": DEMO_QUESTION}, headers=NDJSON
+        ) as started,
+    ):
+        owned = started.iter_lines()
+        read_until(owned, lambda e: e["type"] == "tool_started")
+        run_id = started.headers["X-Run-Id"]
+        refused = client.post(f"{b.url}/sessions/s1/messages", json={"query": "And then?"})
+        assert refused.status_code == 409
+        assert f"has a run in progress on another worker ({run_id})" in refused.json()["detail"]
+        assert client.post(f"{b.url}/runs/{run_id}/cancel").json()["state"] == "cancelled"
+        with client.stream(
+            "POST", f"{b.url}/sessions/s1/messages", json={"query": "And then?"}, headers=NDJSON
+        ) as taken:
+            first = json.loads(next(taken.iter_lines()))
+        assert (taken.status_code, first["type"], first["session_id"]) == (
+            200,
+            "run_started",
+            "s1",
+        )
+
+
+def test_a_watcher_of_a_dead_worker_s_run_does_not_hang(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """A killed (SIGKILL) while B follows its run: B's stream ends with run_finished error,
+    saying the worker is gone; the run's events so far stay readable from B."""
+    with (
+        workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b),
+        httpx.Client(timeout=60) as client,
+    ):
+        with followed_from_b(client, a, b) as (run_id, lines):
+            a.process.kill()
+            a.process.wait(timeout=30)
+            rest = [json.loads(line) for line in lines]
+        end = rest[-1]
+        assert (end["type"], end["status"]) == ("run_finished", "error"), rest
+        assert "the worker that ran it is gone" in end["error"]
+        info = client.get(f"{b.url}/runs/{run_id}").json()
+        assert info["state"] == "unfinished"
+        assert [e["seq"] for e in info["events"]] == list(range(len(info["events"])))
+
+
+def test_a_worker_that_stops_relays_its_runs_ends_first(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """A stopped (Ctrl-C) while B follows its run: A cancels the run as it stops, and B's
+    stream ends with that recorded end, `run_finished: cancelled`, not one of its own."""
+    with (
+        workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b),
+        httpx.Client(timeout=60) as client,
+    ):
+        with followed_from_b(client, a, b) as (run_id, lines):
+            a.process.send_signal(signal.SIGINT)
+            rest = [json.loads(line) for line in lines]
+        assert a.process.wait(timeout=30) == 130
+        end = rest[-1]
+        assert (end["type"], end["status"], end["error"]) == (
+            "run_finished",
+            "cancelled",
+            "the run was cancelled",
+        )
+        assert client.get(f"{b.url}/runs/{run_id}").json()["state"] == "cancelled"
+
+
+def test_a_stream_ends_when_the_relay_loses_postgres(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """B's connection to Postgres is ended under it while it follows A's run: B's stream ends
+    with run_finished error saying why; A's run goes on, and B says it cannot reach it."""
+    with (
+        workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b),
+        httpx.Client(timeout=60) as client,
+        followed_from_b(client, a, b) as (run_id, lines),
+    ):
+        assert _terminate(postgres_url, f"agentrt relay {b.process.pid}") == 1
+        rest = [json.loads(line) for line in lines]
+        assert (rest[-1]["type"], rest[-1]["status"]) == ("run_finished", "error")
+        assert "the relay lost its connection to Postgres" in rest[-1]["error"]
+        assert client.get(f"{a.url}/runs/{run_id}").json()["state"] == "running"
+        down = client.get(f"{b.url}/runs/{run_id}")
+        assert down.status_code == 503
+        assert "has lost Postgres" in down.json()["detail"]
+
+
+def _terminate(url: str, application_name: str) -> int:
+    """End the Postgres connections of that name; how many there were."""
+
+    async def terminate() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            ended: int = await conn.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = $1",
+                application_name,
+            )
+        finally:
+            await conn.close()
+        return ended
+
+    return anyio.run(terminate)
+
+
+def test_workers_option_serves_from_n_processes(tmp_path: Path, postgres_url: str) -> None:
+    """`--workers 2`: two processes on one port, a run served, stopped by Ctrl-C."""
+    worker = Worker(["--workers", "2", "--store", postgres_url], tmp_path)
+    try:
+        url = worker.url
+        pids = {worker.wait_for(r"Started server process \[(\d+)\]").group(1) for _ in range(2)}
+        assert len(pids) == 2
+        done = httpx.post(f"{url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON, timeout=60)
+        end = json.loads(done.text.splitlines()[-1])
+        assert (end["type"], end["status"]) == ("run_finished", "ok")
+        run_id = done.headers["X-Run-Id"]
+        for _ in range(4):  # whichever worker answers, it knows the run
+            assert httpx.get(f"{url}/runs/{run_id}", timeout=30).json()["state"] == "ok"
+        worker.stop()
+        assert "Traceback" not in worker.stderr(), worker.stderr()
+    finally:
+        worker.stop()
+
+
+def test_refuses_workers_without_a_shared_store(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentrt", "serve", "--model", "demo", "--workers", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr.strip()) == (
+        2,
+        "error: --workers 2 needs a store the workers share: give --store postgresql://… "
+        "(each worker would otherwise see only its own runs)",
+    )
+
+
+def test_a_store_that_is_down_is_named_without_its_password(tmp_path: Path) -> None:
+    with socket_closed_port() as port:
+        url = f"postgresql://agentrt:s3cret@127.0.0.1:{port}/runs"
+        done = subprocess.run(
+            [sys.executable, "-m", "agentrt", "serve", "--model", "demo", "--store", url],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        f"error: cannot use the Postgres store at postgresql://agentrt@127.0.0.1:{port}/runs: "
+    )
+    assert "s3cret" not in done.stderr
+
+
+@contextlib.contextmanager
+def socket_closed_port() -> Iterator[int]:
+    """A loopback port nothing listens on (bound, not listening, for as long as it is used)."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        yield holder.getsockname()[1]
+
+
+async def test_events_published_together_are_one_batch(postgres_url: str) -> None:
+    """Events published together are written in one transaction: one notification per run,
+    naming its last seq (never an event); another worker's relay reads them back as the very
+    bytes published, and follows a run to its `run_finished`."""
+    from agentrt.events import Event, TextDeltaEvent
+    from agentrt.server.relay import Relay
+    from agentrt.server.runs import written_end
+
+    def run(run_id: str, deltas: int) -> list[Event]:
+        events: list[Event] = [
+            TextDeltaEvent(run_id=run_id, seq=i, t=i / 10, step=1, text=f"«{i}»")
+            for i in range(deltas)
+        ]
+        return [*events, written_end(run_id, events, "cancelled", "stopped by the test")]
+
+    heard: list[str] = []
+    both = anyio.Event()
+
+    def hear(conn: object, pid: int, channel: str, payload: object) -> None:
+        heard.append(str(payload))
+        if len(heard) == 2:
+            both.set()
+
+    listener = await asyncpg.connect(postgres_url)
+    owner = Relay(postgres_url, on_cancel=lambda run_id: None)
+    watcher = Relay(postgres_url, on_cancel=lambda run_id: None)
+    try:
+        async with owner.running(), watcher.running():
+            await listener.add_listener("agentrt_events", hear)
+            await owner.claim("r1", "first", None)
+            await owner.claim("r2", "second", "s")
+            one, two = run("r1", 50), run("r2", 10)
+            owner.publish(one + two)
+            found = await watcher.find("r1")
+            assert found is not None
+            assert (found.owner, found.query) == (owner.key, "first")
+            followed = [e async for batch in watcher.follow(found) for e in batch]
+            assert [e.json_bytes for e in followed] == [e.json_bytes for e in one]
+            with anyio.fail_after(10):
+                await both.wait()
+            assert sorted(heard) == ["r1 50", "r2 10"]
+            assert (await watcher.info(found)).state == "cancelled"
+    finally:
+        await listener.close()
+
+
+async def test_the_relay_forgets_runs_older_than_it_keeps(postgres_url: str) -> None:
+    """A run claimed longer ago than `keep` is deleted with its events by the next batch
+    written; a recent one stays."""
+    from agentrt.events import Event, TextDeltaEvent
+    from agentrt.server.relay import Relay
+    from agentrt.server.runs import written_end
+
+    relay = Relay(postgres_url, on_cancel=lambda run_id: None, keep=3600)
+    async with relay.running():
+        for run_id in ("old", "new"):
+            await relay.claim(run_id, run_id, None)
+        db = await asyncpg.connect(postgres_url)
+        try:
+            await db.execute(
+                "UPDATE agentrt_relay_runs SET claimed = now() - interval '2 hours' "
+                "WHERE run_id = 'old'"
+            )
+            await db.execute("INSERT INTO agentrt_relay_events VALUES ('old', 0, '{}'::bytea)")
+            delta: list[Event] = [TextDeltaEvent(run_id="new", seq=0, t=0.0, step=1, text="hi")]
+            relay.publish([*delta, written_end("new", delta, "cancelled", "stopped by the test")])
+            found = await relay.find("new")
+            assert found is not None
+            assert len([e async for batch in relay.follow(found) for e in batch]) == 2
+            assert await relay.find("old") is None
+            left = await db.fetch("SELECT DISTINCT run_id FROM agentrt_relay_events")
+            assert [row["run_id"] for row in left] == ["new"]
+        finally:
+            await db.close()
+
+
+def test_a_quiet_stream_from_another_worker_gets_keep_alives(
+    make_agent: MakeAgent, tmp_path: Path, postgres_url: str
+) -> None:
+    """Two apps of `create_app(…, ServerSettings(store=…))` in this process: while A's run
+    naps, B's SSE stream of it gets comment lines (then B cancels it), and its events are A's
+    trajectory."""
+    from agentrt.server import ServerSettings, create_app
+    from tests.server.serving import LiveServer
+
+    napping = make_agent([call("nap", seconds=60, label="a"), finish("Rested.")])
+    other = make_agent([finish("Unused.")], trajectory_dir=tmp_path / "b")
+    quick = ServerSettings(store=postgres_url, keepalive=0.05, owner_check=0.05)
+    with (
+        LiveServer(create_app(napping, ServerSettings(store=postgres_url))) as a,
+        LiveServer(create_app(other, quick)) as b,
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", f"{a.url}/runs", json={"query": "Nap", "strategy": "exploratory"}
+        ) as started,
+    ):
+        run_id = started.headers["X-Run-Id"]
+        with client.stream("GET", f"{b.url}/runs/{run_id}/events") as followed:
+            chunks = followed.iter_text()
+            from_b = ""
+            while ": keep-alive" not in from_b:
+                from_b += next(chunks)
+            assert client.post(f"{b.url}/runs/{run_id}/cancel").json()["state"] == "cancelled"
+            from_b += "".join(chunks)
+        started.read()
+    (path,) = (tmp_path / "trajectories").glob(f"*/{run_id}.jsonl")
+    lines = path.read_text().splitlines()[1:]
+    assert json.loads(lines[-1])["status"] == "cancelled"
+    assert from_b.replace(": keep-alive\n\n", "") == "".join(
+        f"event: {json.loads(x)['type']}\nid: {i}\ndata: {x}\n\n" for i, x in enumerate(lines)
+    )
