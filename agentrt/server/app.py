@@ -660,6 +660,9 @@ async def post_approvals(
         events = await anyio.to_thread.run_sync(server.agent.resume, run_id, body.decisions)
     except UserError as exc:
         _invalid(("body", "decisions"), str(exc))
+    if server.relay is not None:
+        # Before the run starts: its events (from seq 0 again) replace the earlier attempt's.
+        await server.relay.claim(run_id, recorded.query, recorded.session_id, resumed=True)
     handle = server.registry.start(
         events,
         query=recorded.query,

@@ -161,6 +161,9 @@ class Relay:
         self._listener: asyncpg.Connection | None = None
         self._pending: list[Event] = []
         self._ready = anyio.Event()
+        self._idle = anyio.Event()
+        """Set while every event published so far is written."""
+        self._idle.set()
         self._closing = False
         self._watches: defaultdict[str, set[_Watch]] = defaultdict(set)
 
@@ -216,18 +219,32 @@ class Relay:
 
     # Owning runs: claim, publish, be cancelled.
 
-    async def claim(self, run_id: str, query: str, session_id: str | None) -> None:
-        """Record this worker as the run's owner, for the others to find it. (A run id is
-        new: the agent makes it, or the server checked a client's was not taken.)"""
+    async def claim(
+        self, run_id: str, query: str, session_id: str | None, *, resumed: bool = False
+    ) -> None:
+        """Record this worker as the run's owner, for the others to find it. A run id is new
+        (the agent makes it, or the server checked a client's was not taken), or `resumed`: a
+        resumed run is its run again from `seq` 0, so the earlier attempt's events (kept in its
+        trajectory file) make way, and the run is owned by whichever worker resumed it."""
+        if resumed:  # the earlier attempt's last events may be queued still: written first
+            await self._idle.wait()
         try:
-            await self._db().execute(
-                "INSERT INTO agentrt_relay_runs (run_id, owner, query, session_id) "
-                "VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING",
-                run_id,
-                self.key,
-                query,
-                session_id,
-            )
+            async with self._db().acquire() as conn, conn.transaction():
+                if resumed:
+                    await conn.execute("DELETE FROM agentrt_relay_events WHERE run_id = $1", run_id)
+                await conn.execute(
+                    "INSERT INTO agentrt_relay_runs (run_id, owner, query, session_id) "
+                    "VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO "
+                    + (
+                        "UPDATE SET owner = $2, claimed = now(), finished = false"
+                        if resumed
+                        else "NOTHING"
+                    ),
+                    run_id,
+                    self.key,
+                    query,
+                    session_id,
+                )
         except _DB_ERRORS as exc:
             self._lose(f"claiming run {run_id} failed: {exc}")
 
@@ -235,6 +252,8 @@ class Relay:
         """Queue events of a run this worker owns for the writer (the registry calls this)."""
         if self.lost is None:
             self._pending.extend(events)
+            if self._idle.is_set():
+                self._idle = anyio.Event()
             self._ready.set()
 
     async def _write(self) -> None:
@@ -249,6 +268,8 @@ class Relay:
                         await self._insert(batch)
                 except _DB_ERRORS as exc:
                     self._lose(f"writing events failed: {exc}")
+            if not self._pending:
+                self._idle.set()
 
     async def _insert(self, batch: list[Event]) -> None:
         last: dict[str, int] = {}
@@ -446,6 +467,7 @@ class Relay:
         if self.lost is not None:
             return
         self.lost = reason
+        self._idle.set()  # nothing more will be written: a resumed claim must not wait
         log.error("the relay to the other workers stopped", reason=reason, url=redact_url(self.url))
         for watches in self._watches.values():
             for watch in watches:

@@ -570,3 +570,35 @@ def test_a_quiet_stream_from_another_worker_gets_keep_alives(
     assert from_b.replace(": keep-alive\n\n", "") == "".join(
         f"event: {json.loads(x)['type']}\nid: {i}\ndata: {x}\n\n" for i, x in enumerate(lines)
     )
+
+
+def test_a_run_resumed_on_one_worker_is_followed_from_another(
+    make_agent: MakeAgent, tmp_path: Path, postgres_url: str
+) -> None:
+    """A run held for approval on A and approved there starts again from `seq` 0 under its id:
+    B streams the resumed attempt, not the earlier one's events of the same numbers."""
+    from agentrt import Agent, AgentSettings, ScriptedModel
+    from agentrt.server import ServerSettings, create_app
+    from tests.resume.test_resume import FIRST_TURN, QUESTION, Ledger, make_tools
+    from tests.server.serving import LiveServer
+
+    settings = AgentSettings(trajectory_dir=tmp_path / "a")
+    held = Agent(
+        ScriptedModel([FIRST_TURN, "Paid."]), tools=make_tools(Ledger()), settings=settings
+    )
+    other = make_agent([finish("Unused.")], trajectory_dir=tmp_path / "b")
+    with (
+        LiveServer(create_app(held, ServerSettings(store=postgres_url))) as a,
+        LiveServer(create_app(other, ServerSettings(store=postgres_url))) as b,
+        httpx.Client(timeout=30) as client,
+    ):
+        first = client.post(f"{a.url}/runs", json={"query": QUESTION}, headers=NDJSON)
+        assert first.text.splitlines()[-1].find('"needs_approval"') > 0, first.text
+        run_id = first.headers["X-Run-Id"]
+        approve = {"decisions": {"call_1_2": {"decision": "approve"}}}
+        resumed = client.post(f"{a.url}/runs/{run_id}/approvals", json=approve, headers=NDJSON)
+        assert resumed.status_code == 200, resumed.text
+        from_b = client.get(f"{b.url}/runs/{run_id}/events", headers=NDJSON)
+        assert from_b.text == resumed.text
+        assert '"run_resumed"' in from_b.text
+        assert client.get(f"{b.url}/runs/{run_id}").json()["state"] == "ok"
