@@ -67,7 +67,15 @@ from agentrt.resume import (
 from agentrt.run import RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.results import frames_of, restored
-from agentrt.sessions.store import RunRecord, Scope, Session, SessionStore, Turn, open_store
+from agentrt.sessions.store import (
+    RunRecord,
+    Scope,
+    Session,
+    SessionStore,
+    Turn,
+    open_store,
+    redact_url,
+)
 from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy, VmStrategy
 from agentrt.tool import Tool, ToolRunner, ToolStorage, run_tool
@@ -208,6 +216,9 @@ class Agent(Generic[DepsT, OutputT]):
         self._artifacts: dict[str, dict[str, object]] = {}
         self._prompts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._settings_json = self.settings.model_dump(mode="json")
+        if self.settings.session_store is not None:
+            # The header is a file anyone reading trajectories reads: never a password.
+            self._settings_json["session_store"] = redact_url(str(self.settings.session_store))
         self._index: ToolIndex | None = None
         self._index_of: Registry | None = None
         """The registry `_index` was built from."""

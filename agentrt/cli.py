@@ -131,6 +131,19 @@ async def _prepare(model: Model) -> None:
         await model.load()
 
 
+_StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        "--sessions",
+        envvar="AGENTRT_STORE",
+        help="The session and run store: a SQLite file (or sqlite:///…), or postgresql://… "
+        "(the 'postgres' extra), which several servers share: any of them then streams, reads "
+        "and cancels a run another one holds. Sessions and runs outlive the process.",
+    ),
+]
+
+
 @app.command()
 def run(
     question: Annotated[str, typer.Argument(help="The question to answer.")] = DEMO_QUESTION,
@@ -144,13 +157,7 @@ def run(
     session: Annotated[
         str | None, typer.Option(help="Session id, to continue a conversation.")
     ] = None,
-    sessions: Annotated[
-        str | None,
-        typer.Option(
-            help="Session store: a SQLite file (or sqlite:///…), or postgresql://…, so a later "
-            "run continues a session."
-        ),
-    ] = None,
+    store: _StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print NDJSON events instead.")] = False,
     trajectories: Annotated[
         Path | None, typer.Option(help="Where to record the run (default: ./trajectories).")
@@ -160,7 +167,7 @@ def run(
     """Answer QUESTION, showing the run live: streamed text, tool calls, the answer.
 
     Exit status 0 when answered, 3 when the model asks a question back (answer it with the
-    same --session and --sessions), 4 when a tool call awaits approval (`agentrt resume`), 1
+    same --session and --store), 4 when a tool call awaits approval (`agentrt resume`), 1
     when the run failed, 2 on a usage error."""
     configure_logging()
     try:
@@ -169,7 +176,7 @@ def run(
             model=_load_model(model),
             settings=AgentSettings(
                 trajectory_dir=trajectories if record else None,
-                session_store=sessions,
+                session_store=store,
                 # A workspace need not have `exploratory` when the strategy is named.
                 default_strategy=strategy or "exploratory",
             ),
@@ -228,6 +235,7 @@ def resume(
         Path, typer.Option(help="Where the run is recorded (default: ./trajectories).")
     ] = Path("trajectories"),
     as_json: Annotated[bool, typer.Option("--json", help="Print NDJSON events instead.")] = False,
+    store: _StoreOption = None,
 ) -> None:
     """Carry on run RUN_ID from its trajectory: one awaiting approval (decide with --approve,
     --reject, --arguments) or one whose process died. Recorded model answers are not asked
@@ -246,8 +254,15 @@ def resume(
         if folder is None:
             msg = "the run's tools were given in code: resume it there, with agent.resume()"
             raise UserError(msg)
+        recorded = header.header.settings
+        # The recorded store's URL has no password (the header never keeps one): --store
+        # gives it again, as the run's session turn is kept there.
         settings = AgentSettings.model_validate(
-            {**header.header.settings, "trajectory_dir": trajectories}
+            {
+                **recorded,
+                "trajectory_dir": trajectories,
+                "session_store": store or recorded.get("session_store"),
+            }
         )
         agent = Agent(workspace=folder, model=_load_model(model), settings=settings)
         decisions = _decisions(header, approve or [], reject or [], arguments or [])
@@ -732,14 +747,6 @@ def _summary_table(s: EvalSummary, model: str) -> Table:
     return table
 
 
-_StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        envvar="AGENTRT_STORE",
-        help="The database the servers of a deployment share: with postgresql://… any of "
-        "them streams, reads and cancels a run another one holds (the 'postgres' extra).",
-    ),
-]
 _WorkersOption = Annotated[
     int,
     typer.Option(
@@ -976,13 +983,7 @@ def mcp_stdio(
     workspace: Annotated[
         Path | None, typer.Option(help="Workspace folder (default: the built-in one).")
     ] = None,
-    sessions: Annotated[
-        str | None,
-        typer.Option(
-            help="Session store: a SQLite file (or sqlite:///…), or postgresql://… shared by "
-            "several servers, so that sessions and runs outlive the server."
-        ),
-    ] = None,
+    store: _StoreOption = None,
     trajectories: Annotated[
         Path | None, typer.Option(help="Where to record runs (default: ./trajectories).")
     ] = Path("trajectories"),
@@ -1001,7 +1002,7 @@ def mcp_stdio(
             workspace=workspace or default_workspace_path(),
             model=_load_model(model),
             settings=AgentSettings(
-                trajectory_dir=trajectories if record else None, session_store=sessions
+                trajectory_dir=trajectories if record else None, session_store=store
             ),
         )
         server = mcp_server(agent)

@@ -232,3 +232,19 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
         "You said you are Ada.",
         "2 ['I am Ada.', 'Hello, Ada.', 'Who am I?', 'You said you are Ada.']",
     ]
+
+
+async def test_the_trajectory_never_records_the_store_s_password(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The header's settings name the store without its password (the test server trusts
+    every connection, so the URL with one still works); `agentrt resume --store` gives it."""
+    with_password = postgres_url.replace("agentrt@", "agentrt:s3cret-pw@")
+    chat = agent(with_password, tmp_path, "Hello.")
+    async with chat:
+        result = await chat.run("Hi.", session_id="s")
+    assert result.status == "ok", result.error
+    assert result.path is not None
+    text = result.path.read_text()
+    assert "s3cret-pw" not in text
+    assert result.trajectory.header.settings["session_store"] == postgres_url
