@@ -382,7 +382,7 @@ class Agent(Generic[DepsT, OutputT]):
             ),
             None,
         )
-        request = self._request(header.query, header.session_id, forced, None, None, deps)
+        request = self._request(header.query, header.session_id, forced, header.scope, None, deps)
         resumption = Resumption(
             path=path,
             recording=recording,
@@ -473,6 +473,7 @@ class Agent(Generic[DepsT, OutputT]):
         elif self.settings.trajectory_dir is not None:
             writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
         header = self._header(run_id, request.query, request.session_id)
+        header.scope = request.scope.ids() if request.scope is not None else None
         limits = TokenLimits(self.settings.token_budget, self.settings.max_turn_tokens)
         model: Model = self.model
         if resume is not None:

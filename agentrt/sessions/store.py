@@ -146,6 +146,14 @@ class Scope(BaseModel):
             raise ValueError(msg)
         return value
 
+    def ids(self) -> list[str]:
+        """The global ids this scope was parsed from (`parse(scope.ids()) == scope`)."""
+        return [
+            f"{context}/{item}" if items is not None else context
+            for context, items in self.contexts.items()
+            for item in (items if items is not None else [None])
+        ]
+
     def allows(self, context: str, item: str | None = None) -> bool:
         """Whether retrieval may read `context` (or one `item` of it)."""
         if context not in self.contexts:

@@ -62,6 +62,8 @@ class TrajectoryHeader(BaseModel):
     created: datetime
     query: str
     session_id: str | None = None
+    scope: list[str] | None = None
+    """The retrieval scope the run was given (`Agent.run(scope=…)`): a resume or replay keeps it."""
     model: str
     tool_format: str | None = None
     """The tool-call format the prompt asks for (see `RunStartedEvent.tool_format`)."""

@@ -274,10 +274,11 @@ async def replay(
 
 
 def _as_recorded(trajectory: Trajectory) -> dict[str, Any]:
-    """The recorded run's session, and the decisions a resumed run carried on with: its
+    """The recorded run's session and scope, and the decisions a resumed run carried on with: its
     replay runs the calls held for approval as the person decided."""
     decided = next((e.decisions for e in trajectory.events if isinstance(e, RunResumedEvent)), None)
-    return {"session_id": trajectory.header.session_id, "decisions": decided}
+    header = trajectory.header
+    return {"session_id": header.session_id, "scope": header.scope, "decisions": decided}
 
 
 def _replay_settings(header: TrajectoryHeader, scratch: str) -> AgentSettings:

@@ -173,6 +173,20 @@ class TestResumeWithDecisions:
             assert isinstance(events[-1], RunFinishedEvent)
         assert Trajectory.read(earlier).events[-1].status == "needs_approval"  # type: ignore[union-attr]
 
+    async def test_a_scoped_run_resumes_in_its_scope(self, tmp_path: Path) -> None:
+        """The scope is in the header: the resumed attempt is told it as the first was."""
+        ledger = Ledger()
+        first = agent_for(tmp_path, ScriptedModel([FIRST_TURN]), ledger)
+        held = await first.run(QUESTION, run_id="pay-s", scope=["ledger/2024", "notes"])
+        assert held.trajectory.header.scope == ["ledger/2024", "notes"]
+        model = ScriptedModel(["Paid."])
+        result = await agent_for(tmp_path, model, ledger).resume("pay-s", {"call_1_2": Approve()})
+        assert result.status == "ok", result.error
+        assert result.trajectory.header.scope == ["ledger/2024", "notes"]
+        system = " ".join(m.content for m in model.requests[0].messages if m.role == "system")
+        assert "ledger" in system
+        assert "2024" in system
+
     async def test_reject_gives_the_model_the_reason(self, tmp_path: Path) -> None:
         ledger = Ledger()
         run_id = await held_run(tmp_path, ledger)
