@@ -697,15 +697,26 @@ async def _cancel_elsewhere(relay: Relay, run: RelayedRun) -> RunSummary:
 
 @_api.get("/sessions/{session_id}", responses=_NOT_FOUND, summary="A session's runs")
 async def get_session(session_id: SessionId, server: ServerDep) -> SessionInfo:
-    """The runs of a session on this server, oldest first. Sessions live in memory: a
-    restarted server has none."""
-    runs = server.registry.session(session_id)
-    if runs is None:
-        msg = f"no session {session_id!r} on this server"
-        raise HTTPException(404, msg)
-    return SessionInfo(
-        session_id=session_id, runs=[h.summary() for h in runs if h.run_id is not None]
-    )
+    """The runs of a session, oldest first: with a session store, every run it recorded (of
+    any worker, before a restart too); without one, this server's since it started."""
+    handles = server.registry.session(session_id) or []
+    live = {h.run_id: h.summary() for h in handles if h.run_id is not None}
+    runs = list(live.values())
+    if server.agent.settings.session_store is not None:
+        try:
+            records = await server.agent.sessions.list_runs(session_id=session_id)
+        except StoreUnavailable as exc:
+            raise HTTPException(503, str(exc)) from None
+        recorded = [
+            live.pop(r.run_id)
+            if r.run_id in live
+            else RunSummary(run_id=r.run_id, state=r.status, query=r.query, session_id=session_id)
+            for r in reversed(records)  # the store lists the newest first
+        ]
+        runs = [*recorded, *live.values()]
+    if not runs:
+        raise HTTPException(404, f"no session {session_id!r} on this server")
+    return SessionInfo(session_id=session_id, runs=runs)
 
 
 @_api.post(

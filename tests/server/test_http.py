@@ -370,6 +370,27 @@ class TestSessions:
             {"detail": "no session 's2' on this server"},
         )
 
+    def test_a_session_s_runs_outlive_the_server_with_a_store(
+        self, make_agent: MakeAgent, tmp_path: Path
+    ) -> None:
+        """With a session store, GET /sessions/{id} lists the runs the store recorded: a new
+        server over the same file lists the earlier one's run, then its own after it."""
+        store = f"sqlite:///{tmp_path / 'sessions.sqlite'}"
+        ids = []
+        for answer in ("Your name is Ada.", "You told me: Ada."):
+            agent = make_agent([answer], session_store=store)
+            with LiveServer(create_app(agent)) as server:
+                posted = httpx.post(
+                    f"{server.url}/sessions/s1/messages",
+                    json={"query": "Name?", "strategy": "direct"},
+                    headers=NDJSON,
+                )
+                ids.append(posted.headers["x-run-id"])
+                listed = httpx.get(f"{server.url}/sessions/s1").json()["runs"]
+        assert [(r["run_id"], r["state"]) for r in listed] == [(ids[0], "ok"), (ids[1], "ok")]
+        assert listed[1]["answer"] == "You told me: Ada."  # this server's own run
+        assert listed[0]["answer"] is None  # the store keeps the status, not the answer
+
     def test_one_run_at_a_time_per_session(self, make_agent: MakeAgent) -> None:
         """A message to a session whose run is still going is refused: it would not see the
         answer it follows."""
