@@ -219,15 +219,19 @@ class MemorySessionStore:
         return None
 
     async def load(self, session_id: str) -> Session:
-        # Copies: a caller changing what it read must not change what is stored.
-        turns = copy.deepcopy(self._turns.get(session_id, []))
+        # `Session.of` builds new lists of the messages and tools, which are frozen: a caller
+        # changing what it read cannot change what is stored. Results are JSON: copied.
+        turns = self._turns.get(session_id, [])
         return Session.of(session_id, turns, copy.deepcopy(self._results.get(session_id, {})))
 
     async def append(self, session_id: str, turn: Turn, expected_version: int) -> int:
         turns = self._turns.setdefault(session_id, [])
         if len(turns) != expected_version:
             raise SessionConflict(session_id, expected_version, len(turns))
-        turns.append(turn.model_copy(deep=True))
+        # Its own lists (of frozen messages and tools): the caller's may change after.
+        turns.append(
+            turn.model_copy(update={"messages": list(turn.messages), "tools": dict(turn.tools)})
+        )
         return len(turns)
 
     async def put_results(self, session_id: str, results: Mapping[str, JsonValue]) -> None:
