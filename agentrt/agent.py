@@ -63,6 +63,7 @@ from agentrt.resume import (
     ResumingTools,
     Resumption,
     check_resumable,
+    read_recording,
 )
 from agentrt.run import RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
@@ -80,7 +81,7 @@ from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy, VmStrategy
 from agentrt.tool import Tool, ToolRunner, ToolStorage, run_tool
 from agentrt.trajectory.format import Trajectory, TrajectoryHeader
-from agentrt.trajectory.writer import TrajectoryWriter, find_trajectory, trajectory_path
+from agentrt.trajectory.writer import TrajectoryWriter, trajectory_path
 from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
 
@@ -360,16 +361,7 @@ class Agent(Generic[DepsT, OutputT]):
             finished; it awaits approval and no decision is given; a decision names a call
             that is not pending, or edits its arguments into ones its tool refuses
         """
-        folder = self.settings.trajectory_dir
-        path = find_trajectory(folder, run_id) if folder is not None else None
-        if path is None:
-            where = f"in {folder}" if folder is not None else "(no trajectory_dir is set)"
-            msg = f"no run {run_id!r} to resume {where}"
-            raise UserError(msg)
-        try:
-            recording = Trajectory.read(path, torn=True)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        path, recording = read_recording(self.settings.trajectory_dir, run_id)
         given = dict(decisions or {})
         kept = check_resumable(run_id, recording, given, self.workspace.tools)
         header = recording.header

@@ -58,10 +58,10 @@ from agentrt.logs import configure_logging
 from agentrt.models.base import Model
 from agentrt.models.spec import MODEL_HELP
 from agentrt.models.spec import load_model as _load_model
+from agentrt.resume import read_recording
 from agentrt.settings import AgentSettings
 from agentrt.trajectory.format import Trajectory
 from agentrt.trajectory.replay import Outcome, ReplayReport, ToolSource
-from agentrt.trajectory.writer import find_trajectory
 from agentrt.workspace import default_workspace_path
 
 app = typer.Typer(
@@ -242,14 +242,7 @@ def resume(
     again, completed tool calls not run again. Exit status as `agentrt run`'s."""
     configure_logging()
     with _usage_errors():
-        path = find_trajectory(trajectories, run_id)
-        if path is None:
-            msg = f"no run {run_id!r} in {trajectories}"
-            raise UserError(msg)
-        try:
-            header = Trajectory.read(path, torn=True)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        _, header = read_recording(trajectories, run_id)
         folder = workspace or header.header.workspace
         if folder is None:
             msg = "the run's tools were given in code: resume it there, with agent.resume()"

@@ -50,6 +50,7 @@ from agentrt.models.scripted import ScriptedModel, ScriptedTurn
 from agentrt.run import RunContext
 from agentrt.tool import Tool, ToolContext, ToolRunner
 from agentrt.trajectory.format import Trajectory
+from agentrt.trajectory.writer import find_trajectory
 
 __all__ = [
     "RecordedAnswers",
@@ -58,9 +59,27 @@ __all__ = [
     "ResumingTools",
     "Resumption",
     "check_resumable",
+    "read_recording",
     "recorded_outcome",
     "set_aside_name",
 ]
+
+
+def read_recording(folder: Path | None, run_id: str) -> tuple[Path, Trajectory]:
+    """Run `run_id`'s trajectory file in `folder` and what it recorded (a half-written last
+    line left out: the process died writing it).
+
+    :raises UserError: no folder, no such run, or a file that is not a trajectory
+    """
+    path = find_trajectory(folder, run_id) if folder is not None else None
+    if path is None:
+        where = f"in {folder}" if folder is not None else "(no trajectory_dir is set)"
+        msg = f"no run {run_id!r} to resume {where}"
+        raise UserError(msg)
+    try:
+        return path, Trajectory.read(path, torn=True)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 class RecordedAnswers:
