@@ -415,19 +415,32 @@ def _terminate(url: str, application_name: str) -> int:
     return anyio.run(terminate)
 
 
-def test_workers_option_serves_from_n_processes(tmp_path: Path, postgres_url: str) -> None:
-    """`--workers 2`: two processes on one port, a run served, stopped by Ctrl-C."""
-    worker = Worker(["--workers", "2", "--store", postgres_url], tmp_path)
+def test_workers_option_serves_from_n_processes(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """`--workers 2`: two processes on one port, either knowing a run in progress; stopped by
+    Ctrl-C, each cancels its runs first, as a lone server does: a stream open then ends with
+    its `run_finished: cancelled`."""
+    args = ["--workers", "2", "--store", postgres_url, "--workspace", str(slow_workspace)]
+    worker = Worker(args, tmp_path)
     try:
         url = worker.url
         pids = {worker.wait_for(r"Started server process \[(\d+)\]").group(1) for _ in range(2)}
         assert len(pids) == 2
-        done = httpx.post(f"{url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON, timeout=60)
-        end = json.loads(done.text.splitlines()[-1])
-        assert (end["type"], end["status"]) == ("run_finished", "ok")
-        run_id = done.headers["X-Run-Id"]
-        for _ in range(4):  # whichever worker answers, it knows the run
-            assert httpx.get(f"{url}/runs/{run_id}", timeout=30).json()["state"] == "ok"
+        with (
+            httpx.Client(timeout=60) as client,
+            client.stream(
+                "POST", f"{url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON
+            ) as started,
+        ):
+            lines = started.iter_lines()
+            read_until(lines, lambda e: e["type"] == "tool_started")
+            run_id = started.headers["X-Run-Id"]
+            for _ in range(4):  # whichever worker answers, it knows the run
+                assert client.get(f"{url}/runs/{run_id}").json()["state"] == "running"
+            worker.process.send_signal(signal.SIGINT)
+            rest = [json.loads(line) for line in lines]
+        assert (rest[-1]["type"], rest[-1]["status"]) == ("run_finished", "cancelled")
         worker.stop()
         assert "Traceback" not in worker.stderr(), worker.stderr()
     finally:
