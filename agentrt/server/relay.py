@@ -598,6 +598,8 @@ class Relay:
         async for attempt in retrying:
             with attempt:
                 kept = await self._rejoin()
+        if self._pending and self._idle.is_set():  # set by the loss: not written yet
+            self._idle = anyio.Event()
         self.down = None
         log.info(
             "the relay to the other workers is back",
@@ -614,6 +616,7 @@ class Relay:
         log.warning(
             "the relay could not reconnect to Postgres",
             attempt=state.attempt_number,
+            owner=self.key,
             error=str(error),
             retry_in=round(state.upcoming_sleep, 2),
             url=redact_url(self.url),

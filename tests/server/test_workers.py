@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import queue
 import re
@@ -664,6 +665,15 @@ async def until(test: Any) -> None:
             await anyio.sleep(0.01)
 
 
+def failed_attempts(caplog: pytest.LogCaptureFixture, relay: Any) -> list[logging.LogRecord]:
+    """The warnings `relay` logged, one per failed attempt to reconnect."""
+    return [
+        r
+        for r in caplog.records
+        if "could not reconnect" in r.msg and r.__dict__["owner"] == relay.key
+    ]
+
+
 def deltas(run_id: str, seqs: range) -> list[Event]:
     from agentrt.events import TextDeltaEvent
 
@@ -698,7 +708,11 @@ async def test_events_published_while_postgres_is_away_are_relayed_once_it_is_ba
             owner.publish(two)
             with pytest.raises(RelayLost, match="reconnecting to Postgres"):
                 await watcher.find("r1")
-            await until(lambda: any("could not reconnect" in r.msg for r in caplog.records))
+            await until(lambda: len(failed_attempts(caplog, owner)) >= 3)
+        # Tried again and again, each wait at most the cap: no crash, no busy loop.
+        attempts = failed_attempts(caplog, owner)
+        assert [r.__dict__["attempt"] for r in attempts[:3]] == [1, 2, 3]
+        assert all(0 < r.__dict__["retry_in"] <= 0.2 for r in attempts)
         await until(lambda: owner.down is None and watcher.down is None)
         assert owner.key == key
         found = await watcher.find("r1")
