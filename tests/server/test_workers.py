@@ -113,7 +113,11 @@ class Worker:
 
 
 @contextlib.contextmanager
-def workers(tmp_path: Path, store: str, *extra: str, n: int = 2) -> Iterator[list[Worker]]:
+def workers(
+    tmp_path: Path, store: str, *extra: str, n: int = 2, failing: bool = False
+) -> Iterator[list[Worker]]:
+    """`n` workers over `store`, stopped after the block; unless `failing` (the test makes a
+    run fail, which is logged with its traceback), none may have logged a traceback."""
     started: list[Worker] = []
     try:
         for i in range(n):
@@ -125,7 +129,8 @@ def workers(tmp_path: Path, store: str, *extra: str, n: int = 2) -> Iterator[lis
         yield started
         for w in started:  # each stops cleanly on Ctrl-C (unless the test killed it)
             assert w.stop() in (130, -signal.SIGKILL)
-            assert "Traceback" not in w.stderr(), w.stderr()
+            said = w.stderr()
+            assert failing or "Traceback" not in said, said
     finally:
         for w in started:
             w.stop()
@@ -398,6 +403,38 @@ def test_a_relay_that_loses_postgres_reconnects(
         assert (end["type"], end["status"]) == ("run_finished", "cancelled")
 
 
+def test_a_run_while_postgres_is_away_is_streamed_from_another_worker_once_it_is_back(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Postgres away from both workers: A says 503 (reconnecting) for a run it does not have,
+    and a run started on A meanwhile (it fails: its store is away) is relayed once Postgres is
+    back: B streams it whole, the bytes A sent."""
+    with (
+        workers(tmp_path, postgres_url, failing=True) as (a, b),
+        httpx.Client(timeout=60) as client,
+    ):
+        anyio.run(cut_off, postgres_url)
+        try:
+            wait_until(
+                lambda: client.get(f"{a.url}/runs/unknown").status_code == 503,
+                "A to see Postgres away",
+            )
+            down = client.get(f"{a.url}/runs/unknown").json()["detail"]
+            assert "reconnecting to Postgres" in down
+            ran = client.post(f"{a.url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON)
+        finally:
+            anyio.run(restore, postgres_url)
+        end = json.loads(ran.text.splitlines()[-1])
+        assert (end["type"], end["status"]) == ("run_finished", "error"), ran.text
+        run_id = ran.headers["X-Run-Id"]
+        wait_until(
+            lambda: client.get(f"{b.url}/runs/{run_id}").status_code == 200,
+            "A's run to reach B",
+            timeout=30,
+        )
+        assert client.get(f"{b.url}/runs/{run_id}/events", headers=NDJSON).text == ran.text
+
+
 def _terminate(url: str, application_name: str) -> int:
     """End the Postgres connections of that name; how many there were."""
 
@@ -639,8 +676,16 @@ def test_a_run_resumed_on_one_worker_is_followed_from_another(
 
 @contextlib.asynccontextmanager
 async def outage(url: str, *, spared: asyncpg.Connection | None = None) -> AsyncIterator[None]:
-    """Postgres away for the database at `url` (no new connections, the open ones ended but
-    `spared`'s) inside the block, back after it."""
+    """Postgres away for the database at `url` inside the block, back after it."""
+    await cut_off(url, spared=spared)
+    try:
+        yield
+    finally:
+        await restore(url)
+
+
+async def cut_off(url: str, *, spared: asyncpg.Connection | None = None) -> None:
+    """No new connections to the database at `url`, the open ones ended (but `spared`)."""
     name = url.rpartition("/")[2]
     admin = await asyncpg.connect(url.rpartition("/")[0] + "/postgres")
     try:
@@ -651,9 +696,17 @@ async def outage(url: str, *, spared: asyncpg.Connection | None = None) -> Async
             name,
             spared.get_server_pid() if spared is not None else 0,
         )
-        yield
     finally:
+        await admin.close()
+
+
+async def restore(url: str) -> None:
+    """Connections to the database at `url` let in again."""
+    name = url.rpartition("/")[2]
+    admin = await asyncpg.connect(url.rpartition("/")[0] + "/postgres")
+    try:
         await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    finally:
         await admin.close()
 
 
