@@ -182,7 +182,8 @@ class Relay:
         """This worker's runs whose `run_finished` is not written yet: (query, session id)."""
         self._ready = anyio.Event()
         self._idle = anyio.Event()
-        """Set while every event published so far is written (and while the relay is down)."""
+        """Set while every event published so far is written; set by a loss too, to wake a
+        resumed claim waiting for it (which then finds the relay down)."""
         self._idle.set()
         self._broken = anyio.Event()
         self._retries: anyio.CancelScope | None = None
