@@ -861,11 +861,13 @@ def _serve_build(options: _ServeOptions, host: str, workers: int) -> tuple[Any, 
 
 def _serve_workers(options: _ServeOptions, host: str, port: int, workers: int) -> None:
     """Serve with `workers` processes on one socket, uvicorn's supervisor restarting any that
-    dies; each builds its own app from `options` (its own agent, relayed through the store)."""
+    dies; each builds its own app from `options` (its own agent, relayed through the store),
+    and on Ctrl-C cancels its runs first, as a lone `agentrt serve` does."""
     import functools
 
     import uvicorn
-    from uvicorn.supervisors import Multiprocess
+
+    from agentrt.server.serve import run_workers
 
     config = uvicorn.Config(
         functools.partial(_worker_app, options),
@@ -879,7 +881,7 @@ def _serve_workers(options: _ServeOptions, host: str, port: int, workers: int) -
     # Listening before the workers start: a client that comes meanwhile waits in the kernel's
     # queue for one to take it, rather than being refused.
     sock.listen(config.backlog)
-    Multiprocess(config, sockets=[sock]).run()
+    run_workers(config, [sock])
 
 
 def _worker_app(options: _ServeOptions) -> Any:

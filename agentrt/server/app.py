@@ -880,7 +880,7 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
 
 
 async def _relay_lost(request: Request, exc: Exception) -> JSONResponse:
-    """A run of another worker asked for while the relay has lost Postgres: 503, saying so."""
+    """A request that needs the relay while it is reconnecting to Postgres: 503, saying so."""
     return JSONResponse(ErrorBody(detail=str(exc)).model_dump(), status_code=503)
 
 

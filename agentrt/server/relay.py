@@ -20,9 +20,16 @@ Owner liveness: each worker holds an advisory lock on the connection it listens 
 lock's key is the `owner` of the runs it claims. Postgres releases the lock when that connection
 ends, however the worker died; a watcher that has heard nothing for `owner_check` seconds asks
 `pg_locks` whether the owner is still there, and if not ends its stream with a
-`run_finished: error` saying so. A worker that loses its own listening connection ends its
-watchers' streams the same way (and, its lock gone with the connection, is seen as gone by the
-others): a stream never hangs.
+`run_finished: error` saying so: a stream never hangs.
+
+Losing Postgres (a restart, a failover, a connection ended): the worker ends the streams it
+relays the same way (their clients come back with `Last-Event-ID`), answers 503 "reconnecting"
+to requests that need the relay, and reconnects by itself, with capped exponential backoff
+(tenacity), for as long as it takes. Its own runs go on meanwhile: their events are kept, at
+most `backlog` of them (the oldest dropped beyond, with a logged count; a run is never made to
+wait), and written once it is back, after its runs are claimed again. It takes its old owner key
+again if it can, so its runs stay its own; if another worker took the key meanwhile, it takes a
+new one and claims its runs in progress under it.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ from typing import Any, TypeVar
 
 import anyio
 import asyncpg
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+from tenacity.wait import wait_exponential_jitter
 
 from agentrt.events import Event, RunFinishedEvent, event_adapter
 from agentrt.exceptions import UserError
@@ -93,7 +102,8 @@ _DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceErr
 
 
 class RelayLost(RuntimeError):
-    """The relay cannot reach Postgres: runs on other workers cannot be read from here."""
+    """The relay cannot reach Postgres (it is reconnecting): runs on other workers cannot be
+    read from here for now."""
 
 
 def is_postgres(url: str) -> bool:
@@ -138,6 +148,8 @@ class Relay:
     :param owner_check: seconds a watcher waits without news before it checks the owner is alive
     :param keep: seconds the relay keeps a run (from its claim); older ones are deleted by the
         writer, at most once a minute (the owner's trajectory file still has them)
+    :param retry_cap: the longest wait, in seconds, between two attempts to reconnect
+    :param backlog: the most events of this worker's runs kept while Postgres is away
     """
 
     def __init__(
@@ -147,23 +159,35 @@ class Relay:
         on_cancel: Callable[[str], None],
         owner_check: float = 2.0,
         keep: float = 86400.0,
+        retry_cap: float = 5.0,
+        backlog: int = 10_000,
     ) -> None:
         self.url = url
         self.on_cancel = on_cancel
         self.owner_check = owner_check
         self.keep = keep
+        self.retry_cap = retry_cap
+        self.backlog = backlog
         self._pruned = -math.inf
         self.key = 0
         """This worker's advisory lock key: the owner of the runs it claims."""
-        self.lost: str | None = None
-        """Why the relay stopped working, once it has."""
+        self.down: str | None = None
+        """Why the relay cannot reach Postgres, while it is reconnecting."""
         self._pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
         self._pending: list[Event] = []
+        self._dropped = 0
+        """Events dropped from a full backlog since the count was last logged."""
+        self._owned: dict[str, tuple[str, str | None]] = {}
+        """This worker's runs whose `run_finished` is not written yet: (query, session id)."""
         self._ready = anyio.Event()
         self._idle = anyio.Event()
-        """Set while every event published so far is written."""
+        """Set while every event published so far is written; set by a loss too, to wake a
+        resumed claim waiting for it (which then finds the relay down)."""
         self._idle.set()
+        self._broken = anyio.Event()
+        self._retries: anyio.CancelScope | None = None
+        """The reconnecting task's scope, while the relay runs."""
         self._closing = False
         self._watches: defaultdict[str, set[_Watch]] = defaultdict(set)
 
@@ -174,13 +198,16 @@ class Relay:
         :raises UserError: the database cannot be reached (the URL named without its password)
         """
         try:
-            self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=4)
-            self._listener = await asyncpg.connect(
-                # Named, so that an operator (or a test) can tell the workers' connections apart.
-                self.url,
-                server_settings={"application_name": f"agentrt relay {os.getpid()}"},
+            # No connection kept open for its own sake: asyncpg would retry restoring it
+            # apart from the relay's reconnecting (and log each failure).
+            self._pool = await asyncpg.create_pool(
+                self.url, min_size=0, max_size=4, server_settings=self._named()
             )
-            await self._prepare(self._pool, self._listener)
+            async with self._pool.acquire() as conn, conn.transaction():
+                # Workers starting together would race to create the tables: one at a time.
+                await conn.execute("SELECT pg_advisory_xact_lock($1, 0)", _LOCKS)
+                await conn.execute(_SCHEMA)
+            await self._listen()
         except _DB_ERRORS as exc:
             await self._close()
             msg = f"cannot use the Postgres store at {redact_url(self.url)}: {exc}"
@@ -188,26 +215,40 @@ class Relay:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._write)
+                tg.start_soon(self._reconnect)
                 try:
                     yield
                 finally:
                     self._closing = True
-                    self._ready.set()
+                    self._ready.set()  # the writer writes what it can, then ends
+                    if self._retries is not None:  # however long Postgres has been away
+                        self._retries.cancel()
         finally:
             await self._close()
 
-    async def _prepare(self, pool: asyncpg.Pool, listener: asyncpg.Connection) -> None:
-        async with pool.acquire() as conn, conn.transaction():
-            # Workers starting together would race to create the tables: one at a time.
-            await conn.execute("SELECT pg_advisory_xact_lock($1, 0)", _LOCKS)
-            await conn.execute(_SCHEMA)
-        while not self.key:
-            key = secrets.randbelow(2**31 - 2) + 1
-            if await listener.fetchval("SELECT pg_try_advisory_lock($1, $2)", _LOCKS, key):
+    def _named(self) -> dict[str, str]:
+        # Named, so that an operator (or a test) can tell the workers' connections apart.
+        return {"application_name": f"agentrt relay {os.getpid()}"}
+
+    async def _listen(self) -> bool:
+        """Connect the listening connection and take the owner lock: the key held before, if
+        there was one and it is free, else a new one. Whether the key is the one held before."""
+        listener = await asyncpg.connect(self.url, server_settings=self._named())
+        try:
+            kept = bool(self.key) and await _try_lock(listener, self.key)
+            if not kept:
+                key = secrets.randbelow(2**31 - 2) + 1
+                while not await _try_lock(listener, key):
+                    key = secrets.randbelow(2**31 - 2) + 1
                 self.key = key
-        await listener.add_listener(_EVENTS, self._heard)
-        await listener.add_listener(_CANCEL, self._cancel_asked)
+            await listener.add_listener(_EVENTS, self._heard)
+            await listener.add_listener(_CANCEL, self._cancel_asked)
+        except BaseException:
+            listener.terminate()
+            raise
         listener.add_termination_listener(self._terminated)
+        self._listener = listener
+        return kept
 
     async def _close(self) -> None:
         self._closing = True
@@ -225,9 +266,16 @@ class Relay:
         """Record this worker as the run's owner, for the others to find it. A run id is new
         (the agent makes it, or the server checked a client's was not taken), or `resumed`: a
         resumed run is its run again from `seq` 0, so the earlier attempt's events (kept in its
-        trajectory file) make way, and the run is owned by whichever worker resumed it."""
+        trajectory file) make way, and the run is owned by whichever worker resumed it. While
+        the relay is down, a new run is claimed once it is back.
+
+        :raises RelayLost: a resumed run, while the relay is down
+        """
         if resumed:  # the earlier attempt's last events may be queued still: written first
-            await self._idle.wait()
+            await self._written()
+        self._owned[run_id] = (query, session_id)
+        if self.down is not None:
+            return
         try:
             async with self._db().acquire() as conn, conn.transaction():
                 if resumed:
@@ -247,34 +295,74 @@ class Relay:
                 )
         except _DB_ERRORS as exc:
             self._lose(f"claiming run {run_id} failed: {exc}")
+            if resumed:
+                raise RelayLost(self._reconnecting()) from None
+
+    async def _written(self) -> None:
+        """Wait until every event published so far is written.
+
+        :raises RelayLost: the relay is down, or goes down meanwhile
+        """
+        while True:
+            if self.down is not None:
+                raise RelayLost(self._reconnecting())
+            if self._idle.is_set():
+                return
+            await self._idle.wait()
 
     def publish(self, events: list[Event]) -> None:
-        """Queue events of a run this worker owns for the writer (the registry calls this)."""
-        if self.lost is None:
-            self._pending.extend(events)
-            if self._idle.is_set():
-                self._idle = anyio.Event()
-            self._ready.set()
+        """Queue events of a run this worker owns for the writer (the registry calls this).
+        While the relay is down they are kept, the oldest dropped beyond `backlog`."""
+        self._pending.extend(events)
+        self._trim()
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        self._ready.set()
+
+    def _trim(self) -> None:
+        over = len(self._pending) - self.backlog
+        if over > 0:
+            del self._pending[:over]
+            self._dropped += over
 
     async def _write(self) -> None:
-        while not (self._closing and not self._pending):
+        while not (self._closing and (not self._pending or self.down is not None)):
             await self._ready.wait()
             self._ready = anyio.Event()
+            if self.down is not None:
+                continue  # woken again once it is back (or closing)
             batch, self._pending = self._pending, []
-            if batch and self.lost is None:
+            if batch:
                 try:
                     # Shielded: at shutdown the runs' last events are still written.
                     with anyio.CancelScope(shield=True):
                         await self._insert(batch)
                 except _DB_ERRORS as exc:
+                    self._pending[:0] = batch  # kept, for when the relay is back
+                    self._trim()
                     self._lose(f"writing events failed: {exc}")
+                    continue
+            self._dropped_said()
             if not self._pending:
                 self._idle.set()
+        self._dropped += len(self._pending)
+        self._dropped_said()
+
+    def _dropped_said(self) -> None:
+        if self._dropped:
+            log.warning(
+                "the relay dropped events of this worker's runs: other workers' streams of "
+                "them miss those (each run's trajectory file has them)",
+                dropped=self._dropped,
+                backlog=self.backlog,
+            )
+            self._dropped = 0
 
     async def _insert(self, batch: list[Event]) -> None:
         last: dict[str, int] = {}
         for e in batch:
             last[e.run_id] = e.seq
+        ended = [e.run_id for e in batch if isinstance(e, RunFinishedEvent)]
         async with self._db().acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO agentrt_relay_events (run_id, seq, json) "
@@ -289,7 +377,6 @@ class Relay:
                 _EVENTS,
                 [f"{run_id} {seq}" for run_id, seq in last.items()],
             )
-            ended = [e.run_id for e in batch if isinstance(e, RunFinishedEvent)]
             if ended:
                 await conn.execute(
                     "UPDATE agentrt_relay_runs SET finished = true WHERE run_id = ANY($1::text[])",
@@ -298,6 +385,8 @@ class Relay:
             if time.monotonic() - self._pruned >= _PRUNE_EVERY:
                 self._pruned = time.monotonic()
                 await conn.execute(_PRUNE, self.keep)
+        for run_id in ended:
+            self._owned.pop(run_id, None)
 
     def _cancel_asked(self, conn: Any, pid: int, channel: str, run_id: object) -> None:
         self.on_cancel(str(run_id))
@@ -307,7 +396,7 @@ class Relay:
     async def find(self, run_id: str) -> RelayedRun | None:
         """The run, if a worker has claimed it; None if none has.
 
-        :raises RelayLost: the relay has lost Postgres
+        :raises RelayLost: the relay is reconnecting to Postgres
         """
         row = await self._query(
             "reading a run",
@@ -333,7 +422,7 @@ class Relay:
     async def session_busy(self, session_id: str) -> str | None:
         """The id of a run of the session in progress on a worker that is alive, if any.
 
-        :raises RelayLost: the relay has lost Postgres
+        :raises RelayLost: the relay is reconnecting to Postgres
         """
         busy: str | None = await self._query(
             "reading a session's runs",
@@ -356,7 +445,7 @@ class Relay:
     async def info(self, run: RelayedRun) -> RunInfo:
         """The run's state and its events so far.
 
-        :raises RelayLost: the relay has lost Postgres
+        :raises RelayLost: the relay is reconnecting to Postgres
         """
         events = await self._query("reading a run's events", lambda db: self.read(run.run_id))
         end = events[-1] if events and isinstance(events[-1], RunFinishedEvent) else None
@@ -377,7 +466,7 @@ class Relay:
     async def cancel(self, run: RelayedRun) -> RunFinishedEvent:
         """Ask the run's owner to cancel it; its `run_finished`, once written.
 
-        :raises RelayLost: the relay has lost Postgres
+        :raises RelayLost: the relay is reconnecting to Postgres
         """
         await self._query(
             "asking for a cancel",
@@ -400,7 +489,9 @@ class Relay:
         try:
             while True:
                 watch.clear()
-                batch = await self._read_safely(run.run_id, len(events))
+                # From the seq after the last: with events dropped from a full backlog, a run's
+                # seqs have a gap.
+                batch = await self._read_safely(run.run_id, events[-1].seq + 1 if events else 0)
                 if batch:
                     events += batch
                     yield batch
@@ -413,7 +504,7 @@ class Relay:
                     continue
                 # Its last rows may have been written after the read above.
                 seen = len(events)
-                events += await self._read_safely(run.run_id, seen)
+                events += await self._read_safely(run.run_id, events[-1].seq + 1 if events else 0)
                 if not events or not isinstance(events[-1], RunFinishedEvent):
                     events.append(written_end(run.run_id, events, "error", gone))
                 yield events[seen:]
@@ -424,7 +515,7 @@ class Relay:
                 del self._watches[run.run_id]
 
     async def _read_safely(self, run_id: str, start: int) -> list[Event]:
-        if self.lost is not None:
+        if self.down is not None:
             return []
         try:
             return await self.read(run_id, start)
@@ -435,7 +526,7 @@ class Relay:
     async def _silence(self, watch: _Watch, owner: int) -> str | None:
         """Wait for news; None when there is some (or the owner is alive after the wait), else
         why none will come."""
-        if self.lost is None:
+        if self.down is None:
             with anyio.move_on_after(self.owner_check):
                 await watch.wait()
                 return None
@@ -444,8 +535,11 @@ class Relay:
                     return None
             except _DB_ERRORS as exc:
                 self._lose(f"checking the run's owner failed: {exc}")
-        if self.lost is not None:
-            return f"the relay lost its connection to Postgres ({self.lost}), so this stream ends"
+        if self.down is not None:
+            return (
+                f"the relay lost its connection to Postgres ({self.down}), so this stream ends: "
+                "it is reconnecting; ask again with Last-Event-ID"
+            )
         return (
             f"the worker that ran it is gone (owner {owner}: its connection to Postgres ended) "
             "before the run finished"
@@ -455,44 +549,126 @@ class Relay:
         for watch in self._watches.get(str(payload).partition(" ")[0], ()):
             watch.set()
 
-    # Losing the connection.
+    # Losing the connection, and coming back.
 
     def _terminated(self, conn: Any) -> None:
-        if not self._closing:
+        # Not a connection given up already (one the relay ended, or a failed attempt's).
+        if conn is self._listener and not self._closing:
             self._lose("its listening connection closed")
 
     def _lose(self, reason: str) -> None:
-        """Stop relaying: wake every watcher (their streams end), and end the listening
-        connection, which releases the owner lock: the other workers see this one as gone."""
-        if self.lost is not None:
+        """Stop relaying until reconnected: wake every watcher (their streams end), and end the
+        listening connection, which releases the owner lock (the other workers see this one as
+        gone until it is back)."""
+        if self.down is not None:
             return
-        self.lost = reason
-        self._idle.set()  # nothing more will be written: a resumed claim must not wait
-        log.error("the relay to the other workers stopped", reason=reason, url=redact_url(self.url))
+        self.down = reason
+        self._idle.set()  # a resumed claim waiting for the writer is told the relay is down
+        log.error(
+            "the relay to the other workers lost Postgres: reconnecting",
+            reason=reason,
+            url=redact_url(self.url),
+        )
         for watches in self._watches.values():
             for watch in watches:
                 watch.set()
         if self._listener is not None and not self._listener.is_closed():
             self._listener.terminate()
+        self._broken.set()
+
+    async def _reconnect(self) -> None:
+        """Each time the relay is down, reconnect until it is back (or the server stops)."""
+        with anyio.CancelScope() as self._retries:
+            while True:
+                await self._broken.wait()
+                self._broken = anyio.Event()
+                if self._closing:
+                    return
+                await self._come_back()
+
+    async def _come_back(self) -> None:
+        """Reconnect, with capped exponential backoff (jittered: N workers do not all try at
+        once), trying for as long as it takes."""
+        kept = False
+        retrying = AsyncRetrying(
+            wait=wait_exponential_jitter(multiplier=0.1, max=self.retry_cap),
+            retry=retry_if_exception_type(_DB_ERRORS),
+            before_sleep=self._retry_said,
+            sleep=anyio.sleep,
+        )
+        async for attempt in retrying:
+            with attempt:
+                kept = await self._rejoin()
+        if self._pending and self._idle.is_set():  # set by the loss: not written yet
+            self._idle = anyio.Event()
+        self.down = None
+        log.info(
+            "the relay to the other workers is back",
+            url=redact_url(self.url),
+            owner=self.key,
+            same_owner=kept,
+            runs=len(self._owned),
+            pending=len(self._pending),
+        )
+        self._ready.set()
+
+    def _retry_said(self, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        log.warning(
+            "the relay could not reconnect to Postgres",
+            attempt=state.attempt_number,
+            owner=self.key,
+            error=str(error),
+            retry_in=round(state.upcoming_sleep, 2),
+            url=redact_url(self.url),
+        )
+
+    async def _rejoin(self) -> bool:
+        """Listen again, take an owner key, and claim this worker's runs in progress under it
+        (for the runs claimed while the relay was down, and in case the key is a new one);
+        whether the key is the one held before."""
+        if self._listener is not None and not self._listener.is_closed():
+            self._listener.terminate()  # the connection of a failed attempt
+        await self._db().expire_connections()  # the others may be dead too
+        kept = await self._listen()
+        if self._owned:
+            ids = list(self._owned)
+            await self._db().execute(
+                "INSERT INTO agentrt_relay_runs (run_id, owner, query, session_id) "
+                "SELECT r, $2, q, s FROM unnest($1::text[], $3::text[], $4::text[]) AS t(r, q, s) "
+                "ON CONFLICT (run_id) DO UPDATE SET owner = $2",
+                ids,
+                self.key,
+                [self._owned[i][0] for i in ids],
+                [self._owned[i][1] for i in ids],
+            )
+        return kept
+
+    def _reconnecting(self) -> str:
+        return f"the relay to the other workers is reconnecting to Postgres ({self.down})"
 
     async def _query(self, what: str, query: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
-        """`query` over the pool; when Postgres fails, the relay stops and says so.
+        """`query` over the pool; when Postgres fails, the relay reconnects and says so.
 
-        :raises RelayLost: the relay has lost Postgres, now or before
+        :raises RelayLost: the relay is reconnecting to Postgres
         """
-        if self.lost is None:
+        if self.down is None:
             try:
                 return await query(self._db())
             except _DB_ERRORS as exc:
                 self._lose(f"{what} failed: {exc}")
-        msg = f"the relay to the other workers has lost Postgres ({self.lost})"
-        raise RelayLost(msg)
+        raise RelayLost(self._reconnecting())
 
     def _db(self) -> asyncpg.Pool:
         if self._pool is None:
             msg = "the relay is not running: enter Relay.running() first"
             raise RuntimeError(msg)
         return self._pool
+
+
+async def _try_lock(conn: asyncpg.Connection, key: int) -> bool:
+    """Take the owner lock `key` on `conn`, if no other connection holds it."""
+    return bool(await conn.fetchval("SELECT pg_try_advisory_lock($1, $2)", _LOCKS, key))
 
 
 def _event(raw: bytes) -> Event:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import queue
 import re
@@ -19,7 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,7 +30,9 @@ import httpx
 import pytest
 
 from agentrt.cli import DEMO_QUESTION
+from agentrt.events import Event
 from tests.helpers import MakeAgent, call, finish
+from tests.server.serving import wait_until
 
 pytest.importorskip("uvicorn", reason="needs the server extra")
 
@@ -110,7 +113,11 @@ class Worker:
 
 
 @contextlib.contextmanager
-def workers(tmp_path: Path, store: str, *extra: str, n: int = 2) -> Iterator[list[Worker]]:
+def workers(
+    tmp_path: Path, store: str, *extra: str, n: int = 2, failing: bool = False
+) -> Iterator[list[Worker]]:
+    """`n` workers over `store`, stopped after the block; unless `failing` (the test makes a
+    run fail, which is logged with its traceback), none may have logged a traceback."""
     started: list[Worker] = []
     try:
         for i in range(n):
@@ -122,7 +129,8 @@ def workers(tmp_path: Path, store: str, *extra: str, n: int = 2) -> Iterator[lis
         yield started
         for w in started:  # each stops cleanly on Ctrl-C (unless the test killed it)
             assert w.stop() in (130, -signal.SIGKILL)
-            assert "Traceback" not in w.stderr(), w.stderr()
+            said = w.stderr()
+            assert failing or "Traceback" not in said, said
     finally:
         for w in started:
             w.stop()
@@ -358,24 +366,73 @@ def test_a_worker_that_stops_relays_its_runs_ends_first(
         assert client.get(f"{b.url}/runs/{run_id}").json()["state"] == "cancelled"
 
 
-def test_a_stream_ends_when_the_relay_loses_postgres(
+def test_a_relay_that_loses_postgres_reconnects(
     tmp_path: Path, postgres_url: str, slow_workspace: Path
 ) -> None:
-    """B's connection to Postgres is ended under it while it follows A's run: B's stream ends
-    with run_finished error saying why; A's run goes on, and B says it cannot reach it."""
+    """B's connections to Postgres are ended under it while it follows A's run: B's stream ends
+    with run_finished error saying why, A's run goes on, and B reconnects by itself: its client
+    follows the run again after its Last-Event-ID (B cancels it), and a run started on B then
+    is streamed from A (and cancelled from there)."""
     with (
         workers(tmp_path, postgres_url, "--workspace", str(slow_workspace)) as (a, b),
         httpx.Client(timeout=60) as client,
-        followed_from_b(client, a, b) as (run_id, lines),
     ):
-        assert _terminate(postgres_url, f"agentrt relay {b.process.pid}") == 1
-        rest = [json.loads(line) for line in lines]
-        assert (rest[-1]["type"], rest[-1]["status"]) == ("run_finished", "error")
-        assert "the relay lost its connection to Postgres" in rest[-1]["error"]
-        assert client.get(f"{a.url}/runs/{run_id}").json()["state"] == "running"
-        down = client.get(f"{b.url}/runs/{run_id}")
-        assert down.status_code == 503
-        assert "has lost Postgres" in down.json()["detail"]
+        with followed_from_b(client, a, b) as (run_id, lines):
+            assert _terminate(postgres_url, f"agentrt relay {b.process.pid}") >= 1
+            rest = [json.loads(line) for line in lines]
+            assert (rest[-1]["type"], rest[-1]["status"]) == ("run_finished", "error")
+            assert "the relay lost its connection to Postgres" in rest[-1]["error"]
+            assert "reconnecting; ask again with Last-Event-ID" in rest[-1]["error"]
+            assert client.get(f"{a.url}/runs/{run_id}").json()["state"] == "running"
+            wait_until(
+                lambda: client.get(f"{b.url}/runs/{run_id}").status_code == 200,
+                "B to reconnect",
+                timeout=30,
+            )
+            assert client.get(f"{b.url}/runs/{run_id}").json()["state"] == "running"
+            after = {**NDJSON, "Last-Event-ID": str(rest[-2]["seq"])}
+            with client.stream("GET", f"{b.url}/runs/{run_id}/events", headers=after) as again:
+                assert client.post(f"{b.url}/runs/{run_id}/cancel").json()["state"] == "cancelled"
+                ended = [json.loads(line) for line in again.iter_lines()]
+        assert [e["seq"] for e in ended] == [rest[-2]["seq"] + 1 + i for i in range(len(ended))]
+        assert (ended[-1]["type"], ended[-1]["status"]) == ("run_finished", "cancelled")
+        # B's own run (its demo model has not been asked yet), streamed from A: B publishes again.
+        with followed_from_b(client, b, a) as (later, lines):
+            assert client.post(f"{a.url}/runs/{later}/cancel").json()["state"] == "cancelled"
+            end = [json.loads(line) for line in lines][-1]
+        assert (end["type"], end["status"]) == ("run_finished", "cancelled")
+
+
+def test_a_run_while_postgres_is_away_is_streamed_from_another_worker_once_it_is_back(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Postgres away from both workers: A says 503 (reconnecting) for a run it does not have,
+    and a run started on A meanwhile (it fails: its store is away) is relayed once Postgres is
+    back: B streams it whole, the bytes A sent."""
+    with (
+        workers(tmp_path, postgres_url, failing=True) as (a, b),
+        httpx.Client(timeout=60) as client,
+    ):
+        anyio.run(cut_off, postgres_url)
+        try:
+            wait_until(
+                lambda: client.get(f"{a.url}/runs/unknown").status_code == 503,
+                "A to see Postgres away",
+            )
+            down = client.get(f"{a.url}/runs/unknown").json()["detail"]
+            assert "reconnecting to Postgres" in down
+            ran = client.post(f"{a.url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON)
+        finally:
+            anyio.run(restore, postgres_url)
+        end = json.loads(ran.text.splitlines()[-1])
+        assert (end["type"], end["status"]) == ("run_finished", "error"), ran.text
+        run_id = ran.headers["X-Run-Id"]
+        wait_until(
+            lambda: client.get(f"{b.url}/runs/{run_id}").status_code == 200,
+            "A's run to reach B",
+            timeout=30,
+        )
+        assert client.get(f"{b.url}/runs/{run_id}/events", headers=NDJSON).text == ran.text
 
 
 def _terminate(url: str, application_name: str) -> int:
@@ -396,19 +453,32 @@ def _terminate(url: str, application_name: str) -> int:
     return anyio.run(terminate)
 
 
-def test_workers_option_serves_from_n_processes(tmp_path: Path, postgres_url: str) -> None:
-    """`--workers 2`: two processes on one port, a run served, stopped by Ctrl-C."""
-    worker = Worker(["--workers", "2", "--store", postgres_url], tmp_path)
+def test_workers_option_serves_from_n_processes(
+    tmp_path: Path, postgres_url: str, slow_workspace: Path
+) -> None:
+    """`--workers 2`: two processes on one port, either knowing a run in progress; stopped by
+    Ctrl-C, each cancels its runs first, as a lone server does: a stream open then ends with
+    its `run_finished: cancelled`."""
+    args = ["--workers", "2", "--store", postgres_url, "--workspace", str(slow_workspace)]
+    worker = Worker(args, tmp_path)
     try:
         url = worker.url
         pids = {worker.wait_for(r"Started server process \[(\d+)\]").group(1) for _ in range(2)}
         assert len(pids) == 2
-        done = httpx.post(f"{url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON, timeout=60)
-        end = json.loads(done.text.splitlines()[-1])
-        assert (end["type"], end["status"]) == ("run_finished", "ok")
-        run_id = done.headers["X-Run-Id"]
-        for _ in range(4):  # whichever worker answers, it knows the run
-            assert httpx.get(f"{url}/runs/{run_id}", timeout=30).json()["state"] == "ok"
+        with (
+            httpx.Client(timeout=60) as client,
+            client.stream(
+                "POST", f"{url}/runs", json={"query": DEMO_QUESTION}, headers=NDJSON
+            ) as started,
+        ):
+            lines = started.iter_lines()
+            read_until(lines, lambda e: e["type"] == "tool_started")
+            run_id = started.headers["X-Run-Id"]
+            for _ in range(4):  # whichever worker answers, it knows the run
+                assert client.get(f"{url}/runs/{run_id}").json()["state"] == "running"
+            worker.process.send_signal(signal.SIGINT)
+            rest = [json.loads(line) for line in lines]
+        assert (rest[-1]["type"], rest[-1]["status"]) == ("run_finished", "cancelled")
         worker.stop()
         assert "Traceback" not in worker.stderr(), worker.stderr()
     finally:
@@ -463,7 +533,7 @@ async def test_events_published_together_are_one_batch(postgres_url: str) -> Non
     """Events published together are written in one transaction: one notification per run,
     naming its last seq (never an event); another worker's relay reads them back as the very
     bytes published, and follows a run to its `run_finished`."""
-    from agentrt.events import Event, TextDeltaEvent
+    from agentrt.events import TextDeltaEvent
     from agentrt.server.relay import Relay
     from agentrt.server.runs import written_end
 
@@ -508,7 +578,7 @@ async def test_events_published_together_are_one_batch(postgres_url: str) -> Non
 async def test_the_relay_forgets_runs_older_than_it_keeps(postgres_url: str) -> None:
     """A run claimed longer ago than `keep` is deleted with its events by the next batch
     written; a recent one stays."""
-    from agentrt.events import Event, TextDeltaEvent
+    from agentrt.events import TextDeltaEvent
     from agentrt.server.relay import Relay
     from agentrt.server.runs import written_end
 
@@ -602,3 +672,175 @@ def test_a_run_resumed_on_one_worker_is_followed_from_another(
         assert from_b.text == resumed.text
         assert '"run_resumed"' in from_b.text
         assert client.get(f"{b.url}/runs/{run_id}").json()["state"] == "ok"
+
+
+@contextlib.asynccontextmanager
+async def outage(url: str, *, spared: asyncpg.Connection | None = None) -> AsyncIterator[None]:
+    """Postgres away for the database at `url` inside the block, back after it."""
+    await cut_off(url, spared=spared)
+    try:
+        yield
+    finally:
+        await restore(url)
+
+
+async def cut_off(url: str, *, spared: asyncpg.Connection | None = None) -> None:
+    """No new connections to the database at `url`, the open ones ended (but `spared`)."""
+    name = url.rpartition("/")[2]
+    admin = await asyncpg.connect(url.rpartition("/")[0] + "/postgres")
+    try:
+        await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE datname = $1 AND pid <> $2",
+            name,
+            spared.get_server_pid() if spared is not None else 0,
+        )
+    finally:
+        await admin.close()
+
+
+async def restore(url: str) -> None:
+    """Connections to the database at `url` let in again."""
+    name = url.rpartition("/")[2]
+    admin = await asyncpg.connect(url.rpartition("/")[0] + "/postgres")
+    try:
+        await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    finally:
+        await admin.close()
+
+
+async def until(test: Any) -> None:
+    """Wait until `test()` holds, for at most 30 s: the relay's state, which no event tells,
+    asked again every 10 ms (as `tests.server.serving.wait_until` does from a thread)."""
+    with anyio.fail_after(30):
+        while not test():  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+
+
+def failed_attempts(caplog: pytest.LogCaptureFixture, relay: Any) -> list[logging.LogRecord]:
+    """The warnings `relay` logged, one per failed attempt to reconnect."""
+    return [
+        r
+        for r in caplog.records
+        if "could not reconnect" in r.msg and r.__dict__["owner"] == relay.key
+    ]
+
+
+def deltas(run_id: str, seqs: range) -> list[Event]:
+    from agentrt.events import TextDeltaEvent
+
+    return [TextDeltaEvent(run_id=run_id, seq=i, t=i / 10, step=1, text=f"«{i}»") for i in seqs]
+
+
+async def test_events_published_while_postgres_is_away_are_relayed_once_it_is_back(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Postgres away while the owner's run goes on (and another run starts): the owner keeps
+    the events, says 503-worthy `RelayLost` meanwhile, logs each failed attempt to reconnect,
+    and once back (with the same owner key) writes them: the other worker reads both runs
+    whole, in order, the very bytes published."""
+    from agentrt.server.relay import Relay, RelayLost
+    from agentrt.server.runs import written_end
+
+    owner = Relay(postgres_url, on_cancel=lambda run_id: None, retry_cap=0.2)
+    watcher = Relay(postgres_url, on_cancel=lambda run_id: None, retry_cap=0.2)
+    async with owner.running(), watcher.running():
+        key = owner.key
+        await owner.claim("r1", "first", None)
+        before = deltas("r1", range(3))
+        owner.publish(before)
+        await until(lambda: owner._idle.is_set())
+        async with outage(postgres_url):
+            await until(lambda: owner.down is not None and watcher.down is not None)
+            during = deltas("r1", range(3, 10))
+            one = [*before, *during, written_end("r1", [*before, *during], "ok", "")]
+            owner.publish(one[3:])
+            await owner.claim("r2", "second", "s")
+            two = [*deltas("r2", range(4))]
+            owner.publish(two)
+            with pytest.raises(RelayLost, match="reconnecting to Postgres"):
+                await watcher.find("r1")
+            await until(lambda: len(failed_attempts(caplog, owner)) >= 3)
+        # Tried again and again, each wait at most the cap: no crash, no busy loop.
+        attempts = failed_attempts(caplog, owner)
+        assert [r.__dict__["attempt"] for r in attempts[:3]] == [1, 2, 3]
+        assert all(0 < r.__dict__["retry_in"] <= 0.2 for r in attempts)
+        await until(lambda: owner.down is None and watcher.down is None)
+        assert owner.key == key
+        found = await watcher.find("r1")
+        assert found is not None
+        assert found.owner == key
+        followed = [e async for batch in watcher.follow(found) for e in batch]
+        assert [e.json_bytes for e in followed] == [e.json_bytes for e in one]
+        second = await watcher.find("r2")
+        assert second is not None
+        assert (second.owner, second.session_id) == (key, "s")
+        await until(lambda: owner._idle.is_set())
+        assert [e.json_bytes for e in await watcher.read("r2")] == [e.json_bytes for e in two]
+        assert (await watcher.info(second)).state == "running"
+
+
+async def test_an_owner_key_taken_meanwhile_is_replaced_and_the_runs_claimed_again(
+    postgres_url: str,
+) -> None:
+    """Another connection takes the owner's key while Postgres is away from the owner: back,
+    the owner takes a new key and claims its run in progress under it, so that the run's
+    owner is alive again for the other workers."""
+    from agentrt.server.relay import Relay
+
+    owner = Relay(postgres_url, on_cancel=lambda run_id: None, retry_cap=0.2)
+    thief = await asyncpg.connect(postgres_url)
+    try:
+        async with owner.running():
+            old = owner.key
+            await owner.claim("r1", "first", None)
+            async with outage(postgres_url, spared=thief):
+                await until(lambda: owner.down is not None)
+                await thief.execute("SELECT pg_advisory_lock($1, $2)", 0x61727472, old)
+            await until(lambda: owner.down is None)
+            assert owner.key != old
+            found = await owner.find("r1")
+            assert found is not None
+            assert found.owner == owner.key
+            assert (await owner.info(found)).state == "running"
+    finally:
+        await thief.close()
+
+
+async def test_a_full_backlog_drops_the_oldest_events_and_says_how_many(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentrt.server.relay import Relay
+
+    owner = Relay(postgres_url, on_cancel=lambda run_id: None, retry_cap=0.2, backlog=3)
+    async with owner.running():
+        await owner.claim("r1", "first", None)
+        async with outage(postgres_url):
+            await until(lambda: owner.down is not None)
+            owner.publish(deltas("r1", range(5)))
+        await until(lambda: owner.down is None and owner._idle.is_set())
+        assert [e.seq for e in await owner.read("r1")] == [2, 3, 4]
+    (said,) = [r for r in caplog.records if "dropped events" in r.msg]
+    assert (said.levelname, said.__dict__["dropped"]) == ("WARNING", 2)
+
+
+async def test_a_relay_reconnecting_stops_at_once(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopped while Postgres is away (a retry cap far longer than the test): the relay stops
+    at once, saying how many events it could not write."""
+    from agentrt.server.relay import Relay
+
+    owner = Relay(postgres_url, on_cancel=lambda run_id: None, retry_cap=3600)
+    away = outage(postgres_url)
+    try:
+        with anyio.fail_after(10):
+            async with owner.running():
+                await away.__aenter__()  # left once the relay has stopped, not before
+                await until(lambda: owner.down is not None)
+                owner.publish(deltas("r1", range(2)))
+    finally:
+        await away.__aexit__(None, None, None)
+    (said,) = [r for r in caplog.records if "dropped events" in r.msg]
+    assert said.__dict__["dropped"] == 2
