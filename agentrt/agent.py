@@ -216,10 +216,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._sessions_open = asyncio.Lock()
         self._artifacts: dict[str, dict[str, object]] = {}
         self._prompts: dict[tuple[str, str, tuple[str, ...]], str] = {}
-        self._settings_json = self.settings.model_dump(mode="json")
-        if self.settings.session_store is not None:
-            # The header is a file anyone reading trajectories reads: never a password.
-            self._settings_json["session_store"] = redact_url(str(self.settings.session_store))
+        self._settings_json = _recorded_settings(self.settings)
         self._index: ToolIndex | None = None
         self._index_of: Registry | None = None
         """The registry `_index` was built from."""
@@ -899,6 +896,15 @@ class Agent(Generic[DepsT, OutputT]):
             deps_type=None if self.deps_type is _NO_DEPS else _type_name(self.deps_type),
             output_type=None if self.output.is_text else self.output.name,
         )
+
+
+def _recorded_settings(settings: AgentSettings) -> dict[str, Any]:
+    """The settings as a trajectory header records them: the store's URL without its password
+    (anyone who reads trajectories reads the header)."""
+    recorded = settings.model_dump(mode="json")
+    if settings.session_store is not None:
+        recorded["session_store"] = redact_url(str(settings.session_store))
+    return recorded
 
 
 def _plain_class(t: Any) -> bool:
