@@ -22,5 +22,10 @@ def test_the_sessions_benchmark_prints_its_table() -> None:
     assert rows == [
         [f"| {store}{suffix}", what]
         for store in ("memory", "SQLite", "PostgreSQL")
-        for suffix, what in (("", "1"), ("", "50"), (", agent runs", "loop block per run"))
+        for suffix, what in (
+            ("", "1"),
+            ("", "50"),
+            (", agent runs", "loop block per run"),
+            (", agent runs", "loop block inside store calls"),
+        )
     ]
