@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import math
 import statistics
 import sys
 import tempfile
@@ -80,6 +82,19 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+async def probe(gaps: list[tuple[float, float]]) -> None:
+    """Comes back to the loop as often as it can; each stretch it waited is kept in `gaps`.
+
+    Between two, it lets go of the GIL (`time.sleep(0)`): a probe that only spun on the loop
+    would keep it always busy and starve a store's worker thread of the GIL (a SQLite load of
+    2,000 messages took 10 s under such a probe, 20 ms without one)."""
+    while True:
+        start = time.perf_counter()
+        await asyncio.sleep(0)
+        gaps.append((start, time.perf_counter()))
+        time.sleep(0)  # noqa: ASYNC251 - lets go of the GIL; it waits for nothing
+
+
 class TimedStore:
     """A store whose calls' intervals are kept, to tell the loop's blocks inside them apart."""
 
@@ -100,10 +115,33 @@ class TimedStore:
         return timed
 
 
+PAUSES: list[tuple[float, float]] = []
+"""The garbage collector's pauses (start, end): the process's, not the store's, so they are
+left out of the blocks measured and reported on their own."""
+
+
+def _collecting(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        PAUSES.append((time.perf_counter(), math.inf))
+    else:
+        PAUSES[-1] = (PAUSES[-1][0], time.perf_counter())
+
+
+def without_gc(start: float, end: float) -> float:
+    """How long the loop was held from `start` to `end` (s), the collector's pauses left out."""
+    paused = sum(max(0.0, min(end, p1) - max(start, p0)) for p0, p1 in PAUSES)
+    return end - start - paused
+
+
 def inside(gaps: list[tuple[float, float]], calls: list[tuple[float, float]]) -> float:
     """The longest part of a loop block that fell inside a store call (s)."""
     return max(
-        (min(g1, c1) - max(g0, c0) for g0, g1 in gaps for c0, c1 in calls if g0 < c1 and c0 < g1),
+        (
+            without_gc(max(g0, c0), min(g1, c1))
+            for g0, g1 in gaps
+            for c0, c1 in calls
+            if g0 < c1 and c0 < g1
+        ),
         default=0.0,
     )
 
@@ -120,27 +158,42 @@ async def loop_blocks(url: str, runs: int) -> tuple[list[float], list[float]]:
     timed = TimedStore(agent.sessions)
     agent.sessions = timed  # type: ignore[assignment]
     gaps: list[tuple[float, float]] = []
-
-    async def probe() -> None:
-        while True:
-            start = time.perf_counter()
-            await asyncio.sleep(0)
-            gaps.append((start, time.perf_counter()))
-
     blocks, in_store = [], []
     async with agent:
         await agent.run("warm up", session_id="warm")
-        prober = asyncio.create_task(probe())
+        prober = asyncio.create_task(probe(gaps))
         for i in range(runs):
             await asyncio.sleep(0)
             gaps.clear()
             timed.calls.clear()
             result = await agent.run("2 + 3?", session_id=f"s{i % 4}")
             assert result.status == "ok", result.error
-            blocks.append(max(end - start for start, end in gaps))
+            blocks.append(max(without_gc(start, end) for start, end in gaps))
             in_store.append(inside(gaps, timed.calls))
         prober.cancel()
     return blocks, in_store
+
+
+async def long_loads(url: str, turns: int = 500, loads: int = 10) -> tuple[list[float], float]:
+    """Seconds per `load` of a session of `turns` 4-message turns, and the longest the loop
+    went without running a probe meanwhile (after one load, which warms the process)."""
+    store = open_store(url)
+    await store.open()
+    for j in range(turns):
+        await store.append("long", turn(0, j), j)
+    await store.load("long")
+    gaps: list[tuple[float, float]] = []
+    prober = asyncio.create_task(probe(gaps))
+    await asyncio.sleep(0)
+    times = []
+    for _ in range(loads):
+        start = time.perf_counter()
+        await store.load("long")
+        times.append(time.perf_counter() - start)
+        await asyncio.sleep(0)  # the probe's last stretch ends before it is read
+    prober.cancel()
+    await store.close()
+    return times, max(without_gc(start, end) for start, end in gaps)
 
 
 def ms(seconds: float) -> str:
@@ -152,6 +205,7 @@ def p99(values: list[float]) -> float:
 
 
 async def measure(name: str, url: str, turns: int, runs: int) -> list[str]:
+    PAUSES.clear()
     rows = []
     for writers in WRITERS:
         times = await commit_latencies(url, writers, turns)
@@ -167,6 +221,16 @@ async def measure(name: str, url: str, turns: int, runs: int) -> list[str]:
     rows.append(
         f"| {name}, agent runs | loop block inside store calls | {len(in_store)} | "
         f"{ms(statistics.median(in_store))} | max {ms(max(in_store))} |"
+    )
+    times, longest = await long_loads(url)
+    rows.append(
+        f"| {name}, load of 2,000 messages | ms p50 / loop block max | {len(times)} | "
+        f"{ms(statistics.median(times))} | max {ms(longest)} |"
+    )
+    pauses = [end - start for start, end in PAUSES]
+    rows.append(
+        f"| {name}, garbage collector | pauses, left out above | {len(pauses)} | "
+        f"{ms(statistics.median(pauses))} | max {ms(max(pauses))} |"
     )
     return rows
 
@@ -192,6 +256,7 @@ def main() -> None:
     turns, runs = (10, 10) if args.quick else (args.turns, args.runs)
     print("| store | writers | turns | ms p50 | ms p99 |")
     print("|---|---|---|---|---|")
+    gc.callbacks.append(_collecting)
     with backends() as stores:
         for name, url in stores:
             for row in asyncio.run(measure(name, url, turns, runs)):

@@ -27,5 +27,7 @@ def test_the_sessions_benchmark_prints_its_table() -> None:
             ("", "50"),
             (", agent runs", "loop block per run"),
             (", agent runs", "loop block inside store calls"),
+            (", load of 2,000 messages", "ms p50 / loop block max"),
+            (", garbage collector", "pauses, left out above"),
         )
     ]
