@@ -1,12 +1,15 @@
-"""Per-turn overhead, throughput and memory of agentrt against a bare-asyncio floor.
+"""agentrt's overhead against two floors: the instrumented one (the targets) and the bare one.
 
-    .venv/bin/python benchmarks/overhead.py            # the whole table (about a minute)
-    .venv/bin/python benchmarks/overhead.py --quick    # fewer runs, for a smoke check
+    .venv/bin/python benchmarks/overhead.py            # the whole table (about 3 minutes)
+    .venv/bin/python benchmarks/overhead.py --quick    # small sizes, for a smoke check
 
 Workload (see workload.py): a zero-latency model, 10 turns × 4 parallel no-op tools, events
-built and the trajectory written. Each measurement runs in a fresh process so that memory
-figures are not polluted by the others. Compare ratios from one run of this script: absolute
-times on a shared 2-core machine move by tens of percent from one minute to the next.
+built and the trajectory written. The instrumented floor does the same work in plain asyncio,
+reporting the same events as dicts appended as JSON lines to a file per run: what the work
+costs without a framework. Every target is a ratio against it. The bare floor builds no
+events at all. Each measurement runs in a fresh process so that memory figures are not
+polluted by the others. Compare ratios from one run of this script: absolute times on a
+shared 2-core machine move by tens of percent from one minute to the next.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import gc
 import json
 import math
+import os
 import resource
 import statistics
 import subprocess
@@ -23,6 +27,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +63,18 @@ def traced() -> Any:
 
 
 async def per_turn(runs: int) -> dict[str, float]:
-    """µs per turn, best of 5 rounds; agentrt, traced agentrt (`traced`) and floor rounds
-    alternate, so that all see the same moments of a noisy machine. Also the cost of only
-    building and serialising a run's events (pydantic models, as `RunContext.emit` and the
-    trajectory writer do), per turn: a lower bound for any run loop that reports through
-    these events."""
-    from workload import TURNS, floor_once, make_agent, run_once
+    """µs per turn, best of 5 rounds; agentrt, traced agentrt (`traced`), the instrumented
+    floor and the bare floor alternate, so that all see the same moments of a noisy machine.
+    Also the cost of only building and serialising a run's events (pydantic models, as
+    `RunContext.emit` and the trajectory writer do), per turn."""
+    from workload import (
+        TURNS,
+        BenchModel,
+        floor_once,
+        instrumented_floor_once,
+        make_agent,
+        run_once,
+    )
 
     best: dict[str, float] = {}
 
@@ -72,6 +83,7 @@ async def per_turn(runs: int) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as tmp:
         agents = {tools: make_agent(Path(tmp), tools_per_turn=tools) for tools in (1, 4)}
+        models = {tools: BenchModel(tools) for tools in (1, 4)}
         traced_agent = make_agent(Path(tmp), instrument=traced())
         for agent in [*agents.values(), traced_agent]:
             for _ in range(20):
@@ -82,6 +94,10 @@ async def per_turn(runs: int) -> dict[str, float]:
                 for _ in range(runs):
                     await run_once(agent)
                 keep(f"agentrt_{tools}", time.perf_counter() - t0, runs)
+                t0 = time.perf_counter()
+                for _ in range(runs * 2):
+                    await instrumented_floor_once(Path(tmp), models[tools])
+                keep(f"instrumented_{tools}", time.perf_counter() - t0, runs * 2)
                 t0 = time.perf_counter()
                 for _ in range(runs * 10):
                     await floor_once(tools)
@@ -103,69 +119,78 @@ async def per_turn(runs: int) -> dict[str, float]:
     return best
 
 
-async def throughput(concurrency: int, total: int) -> dict[str, float]:
-    from workload import floor_once, make_agent, run_once
+KINDS = ("agentrt", "instrumented", "floor")
 
-    out: dict[str, float] = {}
+
+def one_run(kind: str, tmp: Path) -> Callable[[], Awaitable[None]]:
+    """A run of the workload by `kind`: agentrt, the instrumented floor or the bare floor."""
+    from workload import BenchModel, floor_once, instrumented_floor_once, make_agent, run_once
+
+    if kind == "agentrt":
+        agent = make_agent(tmp)
+        return lambda: run_once(agent)
+    if kind == "instrumented":
+        model = BenchModel(4)
+        return lambda: instrumented_floor_once(tmp, model)
+    if kind == "floor":
+        return floor_once
+    raise ValueError(f"unknown kind {kind!r}: one of {KINDS}")
+
+
+async def throughput(kind: str, concurrency: int) -> dict[str, float]:
+    """Runs/s with `concurrency` runs at once (at least 300 runs in all), and the process's
+    peak RSS: one kind per process, so that the peak is its own."""
     with tempfile.TemporaryDirectory() as tmp:
-        agent = make_agent(Path(tmp))
+        run = one_run(kind, Path(tmp))
         for _ in range(10):
-            await run_once(agent)
-        rounds = max(1, total // concurrency)
+            await run()
+        rounds = max(1, 300 // concurrency)
         t0 = time.perf_counter()
         for _ in range(rounds):
-            await asyncio.gather(*(run_once(agent) for _ in range(concurrency)))
-        out["agentrt"] = rounds * concurrency / (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    for _ in range(rounds):
-        await asyncio.gather(*(floor_once() for _ in range(concurrency)))
-    out["floor"] = rounds * concurrency / (time.perf_counter() - t0)
-    return out
+            await asyncio.gather(*(run() for _ in range(concurrency)))
+        rate = rounds * concurrency / (time.perf_counter() - t0)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"runs_per_s": rate, "peak_mb": peak / 1024}
 
 
-async def memory_at(concurrency: int) -> dict[str, float]:
-    from workload import make_agent, run_once
-
+async def memory_at(kind: str, concurrency: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        agent = make_agent(Path(tmp))
+        run = one_run(kind, Path(tmp))
         for _ in range(20):
-            await run_once(agent)
+            await run()
         gc.collect()
         base = rss_kb()
         peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        await asyncio.gather(*(run_once(agent) for _ in range(concurrency)))
+        await asyncio.gather(*(run() for _ in range(concurrency)))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"kb_per_run": (peak - max(base, peak_before)) / concurrency, "peak_mb": peak / 1024}
 
 
 async def leak(runs: int) -> dict[str, float]:
-    """RSS after `runs` sequential runs, RSS growth over the second half, and what the Python
-    heap keeps per run (tracemalloc, over up to 2,000 further runs): the last is the leak test;
-    RSS moves in allocator arenas."""
+    """What the Python heap (tracemalloc) grows by over `runs` sequential runs, from the end
+    of the first tenth (caches and interned strings filled) to the last, and RSS at the end:
+    the heap is the leak test, RSS moves in allocator arenas."""
     from workload import make_agent, run_once
 
     with tempfile.TemporaryDirectory() as tmp:
         agent = make_agent(Path(tmp))
-        for _ in range(runs // 2):
+        for _ in range(50):
             await run_once(agent)
-        gc.collect()
-        half = rss_kb()
-        for _ in range(runs - runs // 2):
-            await run_once(agent)
-        gc.collect()
-        end = rss_kb()
-        traced = min(runs, 2000)
         tracemalloc.start()
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(traced):
+        for _ in range(runs // 10):
             await run_once(agent)
         gc.collect()
-        kept = (tracemalloc.get_traced_memory()[0] - before) / traced
+        settled = tracemalloc.get_traced_memory()[0]
+        for _ in range(runs - runs // 10):
+            await run_once(agent)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - settled
         tracemalloc.stop()
-    return {"end_mb": end / 1024, "second_half_growth_kb": end - half, "heap_b_per_run": kept}
+    return {"end_mb": rss_kb() / 1024, "heap_growth_kb": grown / 1024}
 
 
 def import_time() -> dict[str, float]:
+    """`import agentrt` in a fresh interpreter, 5 times: best and median, in ms."""
     code = "import time; t = time.perf_counter(); import agentrt; print(time.perf_counter() - t)"
     times = [
         float(
@@ -175,16 +200,18 @@ def import_time() -> dict[str, float]:
         )
         for _ in range(5)
     ]
-    return {"median_ms": statistics.median(times) * 1000, "min_ms": min(times) * 1000}
+    return {"median_ms": statistics.median(times) * 1000, "best_ms": min(times) * 1000}
 
 
 def measure(name: str, arg: int) -> dict[str, float]:
+    """One measurement; `throughput` and `memory` take the kind after a colon."""
+    name, _, kind = name.partition(":")
     if name == "per_turn":
         return asyncio.run(per_turn(arg))
     if name == "throughput":
-        return asyncio.run(throughput(arg, max(arg, 300)))
+        return asyncio.run(throughput(kind, arg))
     if name == "memory":
-        return asyncio.run(memory_at(arg))
+        return asyncio.run(memory_at(kind, arg))
     if name == "leak":
         return asyncio.run(leak(arg))
     raise ValueError(name)
@@ -202,12 +229,147 @@ def in_subprocess(name: str, arg: int) -> dict[str, Any]:
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
+def ratio(value: float, floor: float) -> str:
+    return f"{value / floor:.2f}×" if floor > 0 else "-"
+
+
+def verdict(value: float, limit: float) -> str:
+    """'met' or by how much `value` misses `limit` (both lower-is-better)."""
+    if value <= limit:
+        return f"met ({value / limit:.2f} of limit)"
+    return f"missed by {value / limit:.2f}×"
+
+
+Row = tuple[str, str, str, str, str, str, str, str]
+
+
+def collect(quick: bool) -> dict[str, Any]:
+    """Every measurement, each in its own process, sized for `--quick` or the default table."""
+    crowd = 300 if quick else 10_000
+    sizes = {
+        "crowd": crowd,
+        "sequential": 300 if quick else 10_000,
+        "memory": 100 if quick else 1000,
+    }
+    return {
+        "sizes": sizes,
+        "turn": in_subprocess("per_turn", 3 if quick else 50),
+        "rates": {
+            c: {k: in_subprocess(f"throughput:{k}", c) for k in KINDS}
+            for c in ((1, 10, 100) if quick else (1, 100, 1000)) + (crowd,)
+        },
+        "mem": {k: in_subprocess(f"memory:{k}", sizes["memory"]) for k in KINDS},
+        "leak": in_subprocess("leak", sizes["sequential"]),
+        "import": import_time(),
+    }
+
+
+def rows(m: dict[str, Any]) -> list[Row]:
+    turn, mem, sizes = m["turn"], m["mem"], m["sizes"]
+    call = {k: (turn[f"{k}_4"] - turn[f"{k}_1"]) / 3 for k in KINDS}
+    out: list[Row] = [
+        row("µs per turn", turn["agentrt_4"], turn["instrumented_4"], turn["floor_4"], 2.0),
+        row("µs per tool call", call["agentrt"], call["instrumented"], call["floor"], 2.0),
+        (
+            f"  µs per turn, its {turn['events_per_turn']:.0f} events alone (pydantic)",
+            f"{turn['events_4']:.0f}",
+            f"{turn['instrumented_4']:.1f}",
+            ratio(turn["events_4"], turn["instrumented_4"]),
+            "",
+            "",
+            "",
+            "",
+        ),
+        (
+            "  µs per turn, traced (OpenTelemetry SDK)",
+            f"{turn['traced_4']:.0f}",
+            "",
+            f"{(turn['traced_4'] / turn['agentrt_4'] - 1) * 100:+.0f}% vs untraced",
+            "",
+            "",
+            "",
+            "",
+        ),
+        row(
+            f"KB per concurrent run ({sizes['memory']:,})",
+            mem["agentrt"]["kb_per_run"],
+            mem["instrumented"]["kb_per_run"],
+            mem["floor"]["kb_per_run"],
+            1.2,
+        ),
+    ]
+    for c, r in m["rates"].items():
+        out.append(rate_row(c, r, c == sizes["crowd"]))
+    out.append(
+        (
+            "import agentrt (ms, best of 5 fresh processes)",
+            f"{m['import']['best_ms']:.0f}",
+            "",
+            "",
+            "≤ 150 ms",
+            verdict(m["import"]["best_ms"], 150),
+            "",
+            "",
+        )
+    )
+    growth = m["leak"]["heap_growth_kb"]
+    out.append(
+        (
+            f"heap growth over {sizes['sequential']:,} sequential runs (KB, tracemalloc)",
+            f"{growth:.1f}",
+            "",
+            "",
+            "none",
+            "met" if growth <= 0 else f"missed: {growth * 1024 / sizes['sequential']:.1f} B/run",
+            "",
+            "",
+        )
+    )
+    return out
+
+
+def row(name: str, agentrt: float, instrumented: float, bare: float, limit: float) -> Row:
+    """A lower-is-better measure with a target of `limit` × the instrumented floor."""
+    return (
+        name,
+        f"{agentrt:.1f}",
+        f"{instrumented:.1f}",
+        ratio(agentrt, instrumented),
+        f"≤ {limit:g}×",
+        verdict(agentrt / instrumented, limit) if instrumented > 0 else "-",
+        f"{bare:.1f}",
+        ratio(agentrt, bare),
+    )
+
+
+def rate_row(concurrency: int, r: dict[str, dict[str, float]], crowd: bool) -> Row:
+    """Runs/s at `concurrency`; the crowd row (10,000 at once) also says each peak RSS."""
+    name = f"runs/s at {concurrency:,} concurrent"
+    cells = {k: f"{r[k]['runs_per_s']:.0f}" for k in KINDS}
+    if crowd:
+        name += " (peak RSS MB)"
+        cells = {k: f"{cells[k]} ({r[k]['peak_mb']:.0f})" for k in KINDS}
+    slower = r["instrumented"]["runs_per_s"] / r["agentrt"]["runs_per_s"]
+    bare = r["floor"]["runs_per_s"] / r["agentrt"]["runs_per_s"]
+    done = "all completed" if crowd else ""
+    return (
+        name,
+        cells["agentrt"],
+        cells["instrumented"],
+        f"{slower:.2f}× slower",
+        "completes" if crowd else "",
+        done,
+        cells["floor"],
+        f"{bare:.1f}× slower",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--quick", action="store_true", help="fewer runs: a smoke check, not numbers"
+        "--quick", action="store_true", help="small sizes: a smoke check, not numbers"
     )
     parser.add_argument("--measure", nargs=2, metavar=("NAME", "ARG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -218,74 +380,33 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    runs = 20 if args.quick else 100
-    sequential = 1000 if args.quick else 10_000
-    turn = in_subprocess("per_turn", runs)
-    rates = {c: in_subprocess("throughput", c) for c in (1, 100, 1000)}
-    mem = in_subprocess("memory", 1000)
-    grow = in_subprocess("leak", sequential)
-    imp = import_time()
-
-    per_call = (turn["agentrt_4"] - turn["agentrt_1"]) / 3
-    floor_call = (turn["floor_4"] - turn["floor_1"]) / 3
+    load = os.getloadavg()
+    measured = collect(args.quick)
     table = Table(title="agentrt overhead: zero-latency model, 10 turns × 4 parallel no-op tools")
-    for col in ("measure", "agentrt", "floor (bare asyncio)", "ratio", "target"):
-        table.add_column(col, justify="right" if col != "measure" else "left")
-    table.add_row(
-        "µs per turn",
-        f"{turn['agentrt_4']:.0f}",
-        f"{turn['floor_4']:.1f}",
-        f"{turn['agentrt_4'] / turn['floor_4']:.1f}×",
-        "≤ 3× floor",
+    for col in COLUMNS:
+        table.add_column(col, justify="left" if col == "measure" else "right")
+    for cells in rows(measured):
+        table.add_row(*cells)
+    console = Console(width=200)
+    console.print(table)
+    console.print(
+        f"[dim]Load average before/after: {load[0]:.2f} / {os.getloadavg()[0]:.2f}. "
+        "Instrumented floor: a plain asyncio loop building the same events as dicts and "
+        "appending each to the run's JSON-lines file (json.dumps). Bare floor: "
+        "asyncio.gather over 4 no-op coroutines, dict messages appended to a list.[/]"
     )
-    table.add_row(
-        f"  of which the {turn['events_per_turn']:.0f} events alone",
-        f"{turn['events_4']:.0f}",
-        "",
-        f"{turn['events_4'] / turn['floor_4']:.1f}×",
-        "",
-    )
-    table.add_row(
-        "µs per turn, traced (OpenTelemetry SDK)",
-        f"{turn['traced_4']:.0f}",
-        "",
-        f"{(turn['traced_4'] / turn['agentrt_4'] - 1) * 100:+.0f}% vs untraced",
-        "",
-    )
-    table.add_row(
-        "µs per tool call",
-        f"{per_call:.0f}",
-        f"{floor_call:.1f}",
-        f"{per_call / floor_call:.1f}×" if floor_call > 0 else "-",
-        "",
-    )
-    for c, r in rates.items():
-        table.add_row(
-            f"runs/s at {c} concurrent",
-            f"{r['agentrt']:.0f}",
-            f"{r['floor']:.0f}",
-            f"{r['floor'] / r['agentrt']:.1f}× slower",
-            "",
-        )
-    table.add_row("KB per concurrent run (1000)", f"{mem['kb_per_run']:.1f}", "", "", "≤ 50 KB")
-    table.add_row("import agentrt (ms, median of 5)", f"{imp['median_ms']:.0f}", "", "", "≤ 300 ms")
-    table.add_row(f"RSS after {sequential:,} runs (MB)", f"{grow['end_mb']:.1f}", "", "", "")
-    table.add_row(
-        f"RSS growth, runs {sequential // 2:,}→{sequential:,} (KB)",
-        f"{grow['second_half_growth_kb']:.0f}",
-        "",
-        "",
-        "no growth",
-    )
-    table.add_row(
-        "Python heap kept per run (B)", f"{grow['heap_b_per_run']:.1f}", "", "", "0 (no leak)"
-    )
-    Console().print(table)
-    Console().print(
-        "[dim]Each turn: one model call (parse 4 calls, validate, 4 tool tasks, ~15 events built "
-        "and written to the trajectory). Floor: asyncio.gather over 4 no-op coroutines, dict "
-        "messages appended to a list.[/]"
-    )
+
+
+COLUMNS = (
+    "measure",
+    "agentrt",
+    "instrumented floor",
+    "ratio",
+    "target",
+    "met?",
+    "bare floor",
+    "vs bare",
+)
 
 
 if __name__ == "__main__":

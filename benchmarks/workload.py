@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +93,195 @@ async def floor_once(tools_per_turn: int = 4) -> None:
         messages.append({"role": "assistant", "content": ""})
         messages.extend({"role": "tool", "content": str(r)} for r in results)
     messages.append({"role": "assistant", "content": "All done."})
+
+
+# The instrumented floor: what this workload costs a plain asyncio program that reports as
+# agentrt does, i.e. builds the same events (same types, keys and values) as dicts and
+# appends each to the run's own JSON-lines file as it happens. json.dumps, because agentrt
+# depends on no faster encoder and a plain implementation would reach for the standard one.
+# It parses the model's text with json.loads as any loop reading text tool calls must.
+
+_SETTINGS = {
+    "tool_timeout": 30.0,
+    "max_concurrency": 8,
+    "max_observation_chars": 8000,
+    "trajectory_dir": None,
+    "default_strategy": "bench",
+    "token_budget": None,
+    "max_turn_tokens": 4096,
+    "constrain_tools": "auto",
+    "turn_retries": 1,
+    "session_store": None,
+    "history_tokens": 2000,
+    "embedding_model": None,
+    "tool_format": "auto",
+    "cache_dir": None,
+}
+_USAGE = {"prompt_tokens": 10, "completion_tokens": 10}
+
+
+def _header(run_id: str, started: str) -> dict[str, object]:
+    return {
+        "type": "header",
+        "format_version": 1,
+        "agentrt_version": "0.1.0",
+        "run_id": run_id,
+        "created": started,
+        "query": "bench",
+        "session_id": None,
+        "scope": None,
+        "model": "bench",
+        "tool_format": "hermes",
+        "workspace": str(WORKSPACE),
+        "workspace_fingerprint": "0" * 16,
+        "strategy": "bench",
+        "tools": {"finish": "0" * 16, "noop": "0" * 16},
+        "mcp_servers": {},
+        "settings": _SETTINGS,
+        "deps_type": None,
+        "output_type": None,
+        "resumed_from": None,
+    }
+
+
+def _prelude(started: str) -> list[dict[str, object]]:
+    """What a run reports before its first turn: the same four events agentrt emits."""
+    return [
+        {
+            "type": "run_started",
+            "started_at": started,
+            "query": "bench",
+            "session_id": None,
+            "model": "bench",
+            "tool_format": "hermes",
+        },
+        {
+            "type": "classified",
+            "query_type": "bench",
+            "language": "und",
+            "suggested_contexts": [],
+            "method": "forced",
+            "reason": None,
+        },
+        {
+            "type": "strategy_selected",
+            "strategy": "bench",
+            "planner": "react",
+            "step_budget": TURNS + 1,
+        },
+        {
+            "type": "tools_narrowed",
+            "tools": [
+                {"name": "finish", "source": "builtin", "score": None},
+                {"name": "noop", "source": "template", "score": None},
+            ],
+            "missed": [],
+        },
+    ]
+
+
+async def instrumented_floor_once(trajectory_dir: Path, model: BenchModel) -> None:
+    """The workload with nothing but asyncio and json, every event reported and written."""
+    started = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    run_id = f"{started[:19].replace('-', '').replace(':', '')}-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    seq = 0
+    with (trajectory_dir / f"{run_id}.jsonl").open("w") as out:
+        out.write(json.dumps(_header(run_id, started)) + "\n")
+
+        def emit(event: dict[str, object]) -> None:
+            nonlocal seq
+            head = {"run_id": run_id, "seq": seq, "t": round(time.perf_counter() - t0, 6)}
+            out.write(json.dumps(head | event) + "\n")
+            seq += 1
+
+        for event in _prelude(started):
+            emit(event)
+        timings = {"model": 0.0, "tools": 0.0}
+        for step in range(1, TURNS + 2):
+            await _floor_turn(emit, model, step, timings)
+        emit(
+            {
+                "type": "run_finished",
+                "status": "ok",
+                "answer": model.turns[-1],
+                "output": None,
+                "error": None,
+                "steps": TURNS + 1,
+                "usage": _total_usage(TURNS + 1),
+                "timings": {"total": round(time.perf_counter() - t0, 6), **timings},
+            }
+        )
+
+
+def _total_usage(calls: int) -> dict[str, int]:
+    return {key: value * calls for key, value in _USAGE.items()}
+
+
+async def _noop(i: int) -> int:
+    return i
+
+
+async def _floor_turn(
+    emit: Callable[[dict[str, object]], None],
+    model: BenchModel,
+    step: int,
+    timings: dict[str, float],
+) -> None:
+    emit({"type": "turn_started", "step": step})
+    t = time.perf_counter()
+    await asyncio.sleep(0)  # the model call: an await that answers at once
+    text = model.turns[step - 1]
+    parts = text.split("</tool_call>")[:-1]
+    calls = [json.loads(part.removeprefix("<tool_call>")) for part in parts]
+    for k, call in enumerate(calls, 1):
+        emit(
+            {
+                "type": "tool_call",
+                "step": step,
+                "call_id": f"call_{step}_{k}",
+                "name": call["name"],
+                "arguments": call["arguments"],
+                "format": "hermes",
+                "depends_on": [],
+            }
+        )
+    if not calls:
+        emit({"type": "text_delta", "step": step, "text": text})
+    duration = round(time.perf_counter() - t, 6)
+    timings["model"] += duration
+    emit(
+        {
+            "type": "model_response",
+            "step": step,
+            "purpose": "turn",
+            "text": text,
+            "reasoning": "",
+            "tool_calls": [],
+            "usage": _USAGE,
+            "duration": duration,
+        }
+    )
+    t = time.perf_counter()
+
+    async def run_tool(k: int, call: dict[str, Any]) -> None:
+        call_id = f"call_{step}_{k}"
+        emit({"type": "tool_started", "step": step, "call_id": call_id, "name": call["name"]})
+        t1 = time.perf_counter()
+        output = await _noop(call["arguments"]["i"])
+        emit(
+            {
+                "type": "tool_finished",
+                "step": step,
+                "call_id": call_id,
+                "name": call["name"],
+                "status": "ok",
+                "output": output,
+                "error": None,
+                "duration": round(time.perf_counter() - t1, 6),
+                "cached": False,
+            }
+        )
+
+    await asyncio.gather(*(run_tool(k, call) for k, call in enumerate(calls, 1)))
+    timings["tools"] += round(time.perf_counter() - t, 6)
