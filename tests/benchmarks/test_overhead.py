@@ -66,7 +66,7 @@ def test_overhead_measurements_report_every_kind() -> None:
         rates = json.loads(run(script, "--measure", f"throughput:{kind}", "10"))
         assert set(rates) == {"runs_per_s", "peak_mb"}
     leak = json.loads(run(script, "--measure", "leak", "40"))
-    assert set(leak) == {"end_mb", "heap_growth_kb"}
+    assert set(leak) == {"end_mb", "block_growth", "heap_b_per_run"}
 
 
 def test_overhead_quick_prints_every_target_against_the_instrumented_floor() -> None:
@@ -82,7 +82,8 @@ def test_overhead_quick_prints_every_target_against_the_instrumented_floor() -> 
         "runs/s at 1 concurrent",
         "runs/s at 300 concurrent (peak RSS MB)",
         "import agentrt (ms, best of 5 fresh processes)",
-        "heap growth over 300 sequential runs",
+        "allocated blocks gained, runs 30→300",
+        "heap bytes kept per run, 300 more (tracemalloc)",
     ):
         (line,) = [line for line in out.splitlines() if measure in line]
         cells = line.strip()[1:-1].split("│")
