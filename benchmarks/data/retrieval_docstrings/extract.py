@@ -267,7 +267,9 @@ def members(path: str, chosen: list[str] | None) -> list[str]:
         if not name.startswith("_")
         and callable(value)
         and not inspect.isclass(value)
-        and getattr(value, "__module__", module.__name__) in (module.__name__, "posixpath")
+        # os.path is posixpath here, and its stat-based helpers live in genericpath.
+        and getattr(value, "__module__", module.__name__)
+        in (module.__name__, "posixpath", "genericpath")
     )
 
 
