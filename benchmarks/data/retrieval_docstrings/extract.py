@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 LIMIT = 300
 
 # (name prefix, object path, tag, members). An object path ending in a class takes its
-# methods; members None takes every public function of a module.
+# methods; members None takes every public function of a module. Kept dense on purpose.
+# fmt: off
 SOURCES: list[tuple[str, str, str, list[str] | None]] = [
     ("", "builtins", "builtins",
      ["pow", "abs", "round", "divmod", "sum", "min", "max", "sorted", "hex", "bin", "oct",
@@ -191,6 +192,7 @@ SOURCES: list[tuple[str, str, str, list[str] | None]] = [
     ("httpx", "httpx", "httpx",
      ["get", "post", "put", "patch", "delete", "head", "options", "request", "stream"]),
 ]
+# fmt: on
 
 # A docstring that opens with its own signature ("gethostbyname(host) -> address") puts the
 # description in the paragraph after it.
@@ -281,8 +283,12 @@ def tool(prefix: str, path: str, tag: str, member: str) -> dict[str, Any]:
         msg = f"{path}.{member} has no docstring"
         raise ValueError(msg)
     name = snake(f"{prefix}_{member}" if prefix else member)
-    return {"name": name, "description": shorten(description), "params": params(obj, fallback),
-            "tags": [tag]}
+    return {
+        "name": name,
+        "description": shorten(description),
+        "params": params(obj, fallback),
+        "tags": [tag],
+    }
 
 
 def header(count: int) -> str:
