@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -180,8 +180,17 @@ def _prelude(started: str) -> list[dict[str, object]]:
     ]
 
 
-async def instrumented_floor_once(trajectory_dir: Path, model: BenchModel) -> None:
-    """The workload with nothing but asyncio and json, every event reported and written."""
+FloorTools = Mapping[str, Callable[..., Awaitable[object]]]
+"""The instrumented floor's tools by name, called with the model's arguments."""
+
+
+async def instrumented_floor_once(
+    trajectory_dir: Path, model: BenchModel, tools: FloorTools | None = None
+) -> dict[str, object]:
+    """The workload with nothing but asyncio and json, every event reported and written;
+    returns the `run_finished` event. `tools` defaults to this workload's `noop`
+    (benchmarks/peer_adapters/ passes its own, which count their calls)."""
+    tools = tools or {"noop": _noop}
     started = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     run_id = f"{started[:19].replace('-', '').replace(':', '')}-{uuid.uuid4().hex[:8]}"
     t0 = time.perf_counter()
@@ -199,19 +208,19 @@ async def instrumented_floor_once(trajectory_dir: Path, model: BenchModel) -> No
             emit(event)
         timings = {"model": 0.0, "tools": 0.0}
         for step in range(1, TURNS + 2):
-            await _floor_turn(emit, model, step, timings)
-        emit(
-            {
-                "type": "run_finished",
-                "status": "ok",
-                "answer": model.turns[-1],
-                "output": None,
-                "error": None,
-                "steps": TURNS + 1,
-                "usage": _total_usage(TURNS + 1),
-                "timings": {"total": round(time.perf_counter() - t0, 6), **timings},
-            }
-        )
+            await _floor_turn(emit, model, tools, step, timings)
+        finished: dict[str, object] = {
+            "type": "run_finished",
+            "status": "ok",
+            "answer": model.turns[-1],
+            "output": None,
+            "error": None,
+            "steps": TURNS + 1,
+            "usage": _total_usage(TURNS + 1),
+            "timings": {"total": round(time.perf_counter() - t0, 6), **timings},
+        }
+        emit(finished)
+    return finished
 
 
 def _total_usage(calls: int) -> dict[str, int]:
@@ -225,6 +234,7 @@ async def _noop(i: int) -> int:
 async def _floor_turn(
     emit: Callable[[dict[str, object]], None],
     model: BenchModel,
+    tools: FloorTools,
     step: int,
     timings: dict[str, float],
 ) -> None:
@@ -268,7 +278,7 @@ async def _floor_turn(
         call_id = f"call_{step}_{k}"
         emit({"type": "tool_started", "step": step, "call_id": call_id, "name": call["name"]})
         t1 = time.perf_counter()
-        output = await _noop(call["arguments"]["i"])
+        output = await tools[call["name"]](**call["arguments"])
         emit(
             {
                 "type": "tool_finished",

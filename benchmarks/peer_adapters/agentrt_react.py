@@ -3,7 +3,6 @@ written), each run consumed as a streaming backend would, counting what its even
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from agentrt import (
     ToolFinishedEvent,
     Workspace,
 )
-from peer_adapters import COUNTS, TOOLS_PER_TURN, TURNS, Run, check_answer, turn_calls
+from peer_adapters import COUNTS, TOOLS_PER_TURN, TURNS, Run, check_answer, text_turns
 
 
 class _SleepModel(BenchModel):
@@ -26,15 +25,7 @@ class _SleepModel(BenchModel):
 
     def __init__(self, tool_ms: int) -> None:
         super().__init__(TOOLS_PER_TURN)
-        answer = self.turns[-1]
-        self.turns = [
-            "".join(
-                f"<tool_call>{json.dumps({'name': name, 'arguments': args})}</tool_call>"
-                for name, args in turn_calls(turn, tool_ms)
-            )
-            for turn in range(TURNS)
-        ]
-        self.turns.append(answer)
+        self.turns = text_turns(tool_ms)
 
 
 def _sleep_agent(tool_ms: int, trajectory_dir: Path) -> Agent:
@@ -52,10 +43,13 @@ def _sleep_agent(tool_ms: int, trajectory_dir: Path) -> Agent:
 class _Runs:
     """Runs of one agent; its trajectories go to a folder removed with this object."""
 
-    def __init__(self, tool_ms: int) -> None:
+    def __init__(self, tool_ms: int, per_turn: int) -> None:
         self._trajectories = tempfile.TemporaryDirectory(prefix="peers-agentrt-")
         folder = Path(self._trajectories.name)
-        self.agent = make_agent(folder) if tool_ms == 0 else _sleep_agent(tool_ms, folder)
+        if tool_ms == 0:
+            self.agent = make_agent(folder, tools_per_turn=per_turn)
+        else:
+            self.agent = _sleep_agent(tool_ms, folder)
 
     async def __call__(self) -> None:
         end = None
@@ -72,8 +66,11 @@ class _Runs:
         check_answer(end.answer, "agentrt")
 
 
-def build(tool_ms: int) -> Run:
+def build(tool_ms: int, per_turn: int = TOOLS_PER_TURN) -> Run:
     if WORKLOAD_TURNS != TURNS:
         msg = f"workload.py has {WORKLOAD_TURNS} turns, peer_adapters {TURNS}: make them agree"
         raise RuntimeError(msg)
-    return _Runs(tool_ms)
+    if tool_ms and per_turn != TOOLS_PER_TURN:
+        msg = f"workload B runs {TOOLS_PER_TURN} tools a turn, not {per_turn}"
+        raise ValueError(msg)
+    return _Runs(tool_ms, per_turn)

@@ -17,13 +17,24 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from peer_adapters import ANSWER, COUNTS, TURNS, Run, check_answer, noop, sleep_ms, turn_calls
+from peer_adapters import (
+    ANSWER,
+    COUNTS,
+    TOOLS_PER_TURN,
+    TURNS,
+    Run,
+    check_answer,
+    noop,
+    sleep_ms,
+    turn_calls,
+)
 
 
 class ScriptedChatModel(BaseChatModel):
     """Answers with the workload's tool calls for the turn the conversation is at."""
 
     tool_ms: int
+    per_turn: int
 
     @property
     def _llm_type(self) -> str:
@@ -41,7 +52,7 @@ class ScriptedChatModel(BaseChatModel):
         if turn < TURNS:
             calls = [
                 {"name": name, "args": args, "id": f"call_{turn}_{k}"}
-                for k, (name, args) in enumerate(turn_calls(turn, self.tool_ms))
+                for k, (name, args) in enumerate(turn_calls(turn, self.tool_ms, self.per_turn))
             ]
             message = AIMessage(content="", tool_calls=calls)
         else:
@@ -68,9 +79,9 @@ class ScriptedChatModel(BaseChatModel):
         return self._reply(messages)
 
 
-def build(tool_ms: int) -> Run:
+def build(tool_ms: int, per_turn: int = TOOLS_PER_TURN) -> Run:
     tools = [tool(sleep_ms if tool_ms else noop)]
-    model = ScriptedChatModel(tool_ms=tool_ms).bind_tools(tools)
+    model = ScriptedChatModel(tool_ms=tool_ms, per_turn=per_turn).bind_tools(tools)
 
     async def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}

@@ -23,20 +23,31 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from peer_adapters import ANSWER, COUNTS, TURNS, Run, check_answer, noop, sleep_ms, turn_calls
+from peer_adapters import (
+    ANSWER,
+    COUNTS,
+    TOOLS_PER_TURN,
+    TURNS,
+    Run,
+    check_answer,
+    noop,
+    sleep_ms,
+    turn_calls,
+)
 
 
 class ScriptedModel(Model):
     """Answers with the workload's tool calls for the turn the input items are at."""
 
-    def __init__(self, tool_ms: int) -> None:
+    def __init__(self, tool_ms: int, per_turn: int) -> None:
         self.tool_ms = tool_ms
+        self.per_turn = per_turn
 
     def _output(self, items: str | list[Any]) -> list[ResponseOutputItem]:
         calls_so_far = sum(
             1 for item in items if isinstance(item, dict) and item.get("type") == "function_call"
         )
-        turn = calls_so_far // len(turn_calls(0, self.tool_ms))
+        turn = calls_so_far // self.per_turn
         if turn < TURNS:
             return [
                 ResponseFunctionToolCall(
@@ -46,7 +57,7 @@ class ScriptedModel(Model):
                     name=name,
                     arguments=json.dumps(args),
                 )
-                for k, (name, args) in enumerate(turn_calls(turn, self.tool_ms))
+                for k, (name, args) in enumerate(turn_calls(turn, self.tool_ms, self.per_turn))
             ]
         text = ResponseOutputText(type="output_text", text=ANSWER, annotations=[])
         return [
@@ -67,11 +78,11 @@ class ScriptedModel(Model):
         raise NotImplementedError(msg)
 
 
-def build(tool_ms: int) -> Run:
+def build(tool_ms: int, per_turn: int = TOOLS_PER_TURN) -> Run:
     set_tracing_disabled(True)
     agent = Agent(
         name="bench",
-        model=ScriptedModel(tool_ms),
+        model=ScriptedModel(tool_ms, per_turn),
         tools=[function_tool(sleep_ms if tool_ms else noop)],
     )
 

@@ -9,10 +9,20 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from peer_adapters import ANSWER, COUNTS, TURNS, Run, check_answer, noop, sleep_ms, turn_calls
+from peer_adapters import (
+    ANSWER,
+    COUNTS,
+    TOOLS_PER_TURN,
+    TURNS,
+    Run,
+    check_answer,
+    noop,
+    sleep_ms,
+    turn_calls,
+)
 
 
-def build(tool_ms: int) -> Run:
+def build(tool_ms: int, per_turn: int = TOOLS_PER_TURN) -> Run:
     async def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         COUNTS.model_calls += 1
         turn = sum(isinstance(m, ModelResponse) for m in messages)
@@ -20,7 +30,7 @@ def build(tool_ms: int) -> Run:
         if turn < TURNS:
             calls = [
                 ToolCallPart(name, args, tool_call_id=f"call_{turn}_{k}")
-                for k, (name, args) in enumerate(turn_calls(turn, tool_ms))
+                for k, (name, args) in enumerate(turn_calls(turn, tool_ms, per_turn))
             ]
             return ModelResponse(parts=calls, usage=usage)
         return ModelResponse(parts=[TextPart(ANSWER)], usage=usage)
