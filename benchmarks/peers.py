@@ -1,19 +1,24 @@
-"""agentrt side by side with LangGraph, PydanticAI and the OpenAI Agents SDK, on one workload.
+"""agentrt side by side with two floors, LangGraph, PydanticAI and the OpenAI Agents SDK, on
+one workload.
 
-    .venv/bin/python benchmarks/peers.py               # the whole table (several minutes)
+    .venv/bin/python benchmarks/peers.py               # the whole table (over ten minutes)
     .venv/bin/python benchmarks/peers.py --quick       # a smoke check: fewer runs, not numbers
     .venv/bin/python benchmarks/peers.py --markdown    # the tables as Markdown (for README.md)
     .venv/bin/python benchmarks/peers.py --json FILE   # also write every result as JSON
 
 The peers come with the `bench` extra (`pip install -e '.[bench]'`); one not installed is
 reported as such. Workloads (see peer_adapters/): A, a zero-latency scripted model, 10 turns
-× 4 parallel no-op tool calls, then a final answer; B, the same with each tool sleeping
+× 4 parallel no-op tool calls, then a final answer (and the same with 1 call a turn, so that
+a tool call's cost is the difference over 3 calls); B, the same with each tool sleeping
 100 ms, which takes about 1,000 ms a run if a framework runs a turn's 4 calls concurrently
-and 4,000 ms if it runs them one by one. The floor is the same work in bare asyncio. Each
-measurement runs in a fresh process, so that no framework's imports or memory pollute
-another's, and each kind is taken of every framework in turn (µs per turn in three passes,
-the best kept). Compare ratios from one run of this script: absolute times on a shared 2-core
-machine move by tens of percent from one minute to the next.
+and 4,000 ms if it runs them one by one. Two floors do the same work without a framework:
+the bare floor in bare asyncio, building nothing; the instrumented floor (workload.py's, as
+benchmarks/overhead.py runs it) also building agentrt's events as dicts and appending each as
+a JSON line to a file per run. agentrt alone also runs 10,000 at once. Each measurement runs
+in a fresh process, so that no framework's imports or memory pollute another's, and each kind
+is taken of every framework in turn (µs per turn in three passes, the best kept). Compare
+ratios from one run of this script: absolute times on a shared 2-core machine move by tens of
+percent from one minute to the next.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from peer_adapters import COUNTS, TURNS, Run  # noqa: E402  (found through the line above)
+from peer_adapters import COUNTS, TOOLS_PER_TURN, TURNS, Run  # noqa: E402  (found above)
 
 TOOL_MS = 100
 """How long each tool of workload B sleeps."""
@@ -63,7 +68,14 @@ class Framework:
 
 
 FRAMEWORKS = (
-    Framework("asyncio floor", "asyncio_floor", None, None, "import asyncio"),
+    Framework("bare floor", "asyncio_floor", None, None, "import asyncio"),
+    Framework(
+        "instrumented floor",
+        "instrumented_floor",
+        None,
+        None,
+        "import asyncio, datetime, json, time, uuid",
+    ),
     Framework("agentrt", "agentrt_react", "agentrt", "agentrt", "import agentrt"),
     Framework(
         "LangGraph",
@@ -90,7 +102,7 @@ FRAMEWORKS = (
         "import agents, openai.types.responses",
     ),
 )
-FLOOR, AGENTRT = FRAMEWORKS[0].label, FRAMEWORKS[1].label
+FLOOR, INSTRUMENTED, AGENTRT = (fw.label for fw in FRAMEWORKS[:3])
 
 # Tracing exporters of the peers would reach for the network if the caller's environment
 # turned them on; the OpenAI Agents SDK's is turned off in its adapter.
@@ -112,6 +124,8 @@ class Plan:
     """Sequential runs of workload B."""
     concurrency: tuple[int, ...]
     """Concurrent runs for runs/s; the last also gives the memory per run."""
+    crowd: int
+    """Concurrent runs of agentrt alone, never skipped: that so many complete in one process."""
     throughput_s: float
     """Seconds of rounds at each concurrency (at least one round)."""
     max_round_s: float
@@ -126,6 +140,7 @@ FULL = Plan(
     passes=3,
     latency_runs=3,
     concurrency=(1, 100, 1000),
+    crowd=10_000,
     throughput_s=3.0,
     max_round_s=90.0,
     imports=5,
@@ -136,6 +151,7 @@ QUICK = Plan(
     passes=1,
     latency_runs=1,
     concurrency=(1, 10),
+    crowd=20,
     throughput_s=0.0,
     max_round_s=90.0,
     imports=1,
@@ -164,27 +180,48 @@ def counts_now() -> tuple[int, int]:
     return COUNTS.model_calls, COUNTS.tool_calls
 
 
-async def per_turn(build: Callable[[int], Run], plan: Plan) -> dict[str, float]:
-    """Workload A: µs per turn, the best of `plan.rounds` rounds of sequential runs."""
-    run = build(0)
+Build = Callable[[int, int], Run]
+"""An adapter's `build(tool_ms, per_turn)`."""
+
+
+async def per_turn(build: Build, plan: Plan) -> dict[str, float]:
+    """Workload A: µs per turn at 4 tool calls a turn and at 1, each the best of `plan.rounds`
+    rounds of sequential runs, the two alternating so that both see the same moments of a
+    shared machine; a tool call costs the difference over the 3 calls more."""
+    runs = {n: build(0, n) for n in (TOOLS_PER_TURN, 1)}
     # The warm-up also sizes a round: about `round_s` seconds of runs, however slow a framework.
     warm, t0 = 0, time.perf_counter()
     while warm < 3 or time.perf_counter() - t0 < plan.round_s:
-        await run()
+        await runs[TOOLS_PER_TURN]()
+        await runs[1]()
         warm += 1
     per_round = max(3, round(plan.round_s / ((time.perf_counter() - t0) / warm)))
-    before, best = counts_now(), math.inf
+    best = dict.fromkeys(runs, math.inf)
+    calls = {n: {"model": 0, "tool": 0} for n in runs}
     for _ in range(plan.rounds):
-        t0 = time.perf_counter()
-        for _ in range(per_round):
-            await run()
-        best = min(best, (time.perf_counter() - t0) / (per_round * TURNS))
-    return {"us_per_turn": best * 1e6, **calls_per_run(before, plan.rounds * per_round)}
+        for n, run in runs.items():
+            before, t0 = counts_now(), time.perf_counter()
+            for _ in range(per_round):
+                await run()
+            best[n] = min(best[n], (time.perf_counter() - t0) / (per_round * TURNS))
+            calls[n]["model"] += COUNTS.model_calls - before[0]
+            calls[n]["tool"] += COUNTS.tool_calls - before[1]
+    done = plan.rounds * per_round
+    return {
+        "us_per_turn": best[TOOLS_PER_TURN] * 1e6,
+        "us_per_turn_1": best[1] * 1e6,
+        "us_per_tool_call": (best[TOOLS_PER_TURN] - best[1]) / (TOOLS_PER_TURN - 1) * 1e6,
+        **{
+            f"{kind}_calls_per_run{'' if n == TOOLS_PER_TURN else f'_{n}'}": made / done
+            for n, counted in calls.items()
+            for kind, made in counted.items()
+        },
+    }
 
 
-async def tool_latency(build: Callable[[int], Run], plan: Plan) -> dict[str, float]:
+async def tool_latency(build: Build, plan: Plan) -> dict[str, float]:
     """Workload B: ms per run, the mean of sequential runs."""
-    run = build(TOOL_MS)
+    run = build(TOOL_MS, TOOLS_PER_TURN)
     await run()
     before, t0 = counts_now(), time.perf_counter()
     for _ in range(plan.latency_runs):
@@ -193,9 +230,10 @@ async def tool_latency(build: Callable[[int], Run], plan: Plan) -> dict[str, flo
     return {"ms_per_run": ms, **calls_per_run(before, plan.latency_runs)}
 
 
-async def throughput(build: Callable[[int], Run], plan: Plan, concurrency: int) -> dict[str, float]:
-    """Workload A: runs/s with `concurrency` runs at once, and the peak RSS they add per run."""
-    run = build(0)
+async def throughput(build: Build, plan: Plan, concurrency: int) -> dict[str, float]:
+    """Workload A: runs/s with `concurrency` runs at once, the peak RSS they add per run, and
+    the process's peak RSS."""
+    run = build(0, TOOLS_PER_TURN)
     for _ in range(3):
         await run()
     gc.collect()
@@ -210,6 +248,7 @@ async def throughput(build: Callable[[int], Run], plan: Plan, concurrency: int) 
     return {
         "runs_per_s": rounds * concurrency / elapsed,
         "kb_per_run": (peak - max(base, peak_before)) / concurrency,
+        "peak_mb": peak / 1024,
         **calls_per_run(before, rounds * concurrency),
     }
 
@@ -303,6 +342,13 @@ def measure_all(plan: Plan, quick: bool) -> dict[str, Result | None]:
             else:
                 rates[str(c)] = in_subprocess("throughput", fw, quick, c)
         previous = str(c)
+    # agentrt alone at the crowd size, whatever the estimate: that it completes is the point.
+    for fw in present:
+        if fw.label == AGENTRT:
+            print(
+                f"measuring {fw.label}, {plan.crowd:,} runs at once …", file=sys.stderr, flush=True
+            )
+            out[fw.label]["crowd"] = in_subprocess("throughput", fw, quick, plan.crowd)
     imports: dict[str, list[float]] = {fw.label: [] for fw in present}
     for n in range(plan.imports):
         for fw, _ in each(f"imports, {n + 1} of {plan.imports}"):
@@ -326,6 +372,8 @@ class Row:
     shown: str
     """The format of a value."""
     higher_is_better: bool = False
+    only: str | None = None
+    """The one framework measured so (the others show a dash, and the row has no ratios)."""
 
 
 def largest_measured(result: Result) -> tuple[str, dict[str, float]]:
@@ -341,18 +389,36 @@ def rows_for(plan: Plan) -> list[Row]:
     rows = [
         Row("A: µs per turn", lambda r: r["turn"]["us_per_turn"], "{:,.0f}"),
         Row(
+            f"A: µs per tool call (4 calls a turn against 1, over {TOOLS_PER_TURN - 1})",
+            lambda r: r["turn"]["us_per_tool_call"],
+            "{:,.1f}",
+        ),
+        Row(
             f"B: ms per run (4 × {TOOL_MS} ms tools)",
             lambda r: r["latency"]["ms_per_run"],
             "{:,.0f}",
         ),
     ]
     rows += [
-        Row(f"A: runs/s, {c} at once", runs_per_s(c), "{:,.1f}", higher_is_better=True)
+        Row(f"A: runs/s, {c:,} at once", runs_per_s(c), "{:,.1f}", higher_is_better=True)
         for c in plan.concurrency
     ]
     rows += [
         Row(
-            f"A: KB per concurrent run, at {plan.concurrency[-1]}",
+            f"A: runs/s, {plan.crowd:,} at once",
+            lambda r: r["crowd"]["runs_per_s"],
+            "{:,.1f}",
+            higher_is_better=True,
+            only=AGENTRT,
+        ),
+        Row(
+            f"A: peak RSS, MB, {plan.crowd:,} at once",
+            lambda r: r["crowd"]["peak_mb"],
+            "{:,.0f}",
+            only=AGENTRT,
+        ),
+        Row(
+            f"A: KB per concurrent run, at {plan.concurrency[-1]:,}",
             lambda r: largest_measured(r)[1]["kb_per_run"],
             "{:,.0f}",
         ),
@@ -361,14 +427,16 @@ def rows_for(plan: Plan) -> list[Row]:
     return rows
 
 
-def cell(row: Row, result: Result, plan: Plan) -> str:
+def cell(row: Row, label: str, result: Result, plan: Plan) -> str:
+    if row.only is not None and label != row.only:
+        return "—"
     value = row.value(result)
     if value is None:
         return "skipped"
     shown = row.shown.format(value)
     top, _ = largest_measured(result)
     if row.label.startswith("A: KB") and top != str(plan.concurrency[-1]):
-        shown += f" (at {top})"
+        shown += f" (at {int(top):,})"
     return shown
 
 
@@ -394,7 +462,8 @@ def ratio(row: Row, result: Result, reference: Result | None) -> str:
 
 def skipped_note(results: dict[str, Result | None], plan: Plan) -> str:
     notes = [
-        f"{label} at {c} at once (one round would take about {m['skipped_estimate_s']:.0f} s)"
+        f"{label} at {int(c):,} at once (one round would take about "
+        f"{m['skipped_estimate_s']:.0f} s)"
         for label, r in results.items()
         if r
         for c, m in r["throughput"].items()
@@ -409,6 +478,10 @@ def skipped_note(results: dict[str, Result | None], plan: Plan) -> str:
     )
 
 
+REFERENCES = (AGENTRT, INSTRUMENTED, FLOOR)
+"""What the ratios are taken against, in the order a ratio cell shows them."""
+
+
 def tables(results: dict[str, Result | None], plan: Plan) -> list[Table]:
     header = ["measure", *(f"{k} {r['version']}" if r else k for k, r in results.items())]
     absent = "not installed"
@@ -419,18 +492,20 @@ def tables(results: dict[str, Result | None], plan: Plan) -> list[Table]:
         ]
     ]
     ratios = []
-    floor, agentrt = results[FLOOR], results[AGENTRT]
     for row in rows_for(plan):
-        values.append([row.label, *(cell(row, r, plan) if r else absent for r in results.values())])
-        ratios.append(
-            [
-                row.label,
-                *(
-                    f"{ratio(row, r, agentrt)} / {ratio(row, r, floor)}" if r else "-"
-                    for r in results.values()
-                ),
-            ]
+        values.append(
+            [row.label, *(cell(row, k, r, plan) if r else absent for k, r in results.items())]
         )
+        if row.only is None:
+            ratios.append(
+                [
+                    row.label,
+                    *(
+                        " / ".join(ratio(row, r, results[ref]) for ref in REFERENCES) if r else "-"
+                        for r in results.values()
+                    ),
+                ]
+            )
     return [
         (
             "Same workload on each framework (A: zero-latency model, 10 turns × 4 parallel "
@@ -438,7 +513,12 @@ def tables(results: dict[str, Result | None], plan: Plan) -> list[Table]:
             header,
             values,
         ),
-        ("Cost relative to agentrt / to the asyncio floor (above 1× is costlier)", header, ratios),
+        (
+            "Cost relative to agentrt / to the instrumented floor / to the bare floor "
+            "(above 1× is costlier)",
+            header,
+            ratios,
+        ),
     ]
 
 
@@ -464,8 +544,11 @@ def print_markdown(title: str, header: list[str], rows: list[list[str]]) -> None
 NOTES = (
     "Every framework runs the same calls (peer_adapters/turn_calls) through its own tool "
     "registration and a scripted model at its documented seam. agentrt builds its events and "
-    "writes each run's trajectory to disk; the peers keep their history in memory (LangGraph "
-    "without a checkpointer, the Agents SDK with tracing off), so they do less work per run."
+    "writes each run's trajectory to disk, as the instrumented floor does with dicts and "
+    "json.dumps; the bare floor and the peers keep their history in memory (LangGraph "
+    "without a checkpointer, the Agents SDK with tracing off), so they do less work per run. "
+    "A tool call's cost is the difference between runs of 4 and of 1 call a turn, over 3: "
+    "near the floors it is within the noise. Only agentrt runs at the largest concurrency."
 )
 
 
