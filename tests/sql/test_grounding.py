@@ -108,7 +108,11 @@ class TestIndex:
         assert first.embedded == len(first.items) > 20
         folders = list((cache / "grounding" / embedder.fingerprint).iterdir())
         assert len(folders) == 1
-        assert {p.name for p in folders[0].iterdir()} == {"items.json", "vectors.npz"}
+        assert {p.name for p in folders[0].iterdir()} == {
+            "items.json",
+            "vectors.npz",
+            "values.sqlite",
+        }
         again = SchemaIndex.build(shop, embedder, cache)
         assert again.embedded == 0
         assert again.items == first.items
