@@ -97,6 +97,10 @@ class ValueIndex:
             ).fetchall()
         return [((t, c, v), k) for t, c, v, k in rows]
 
+    def holding(self, text: str) -> list[ValueHit]:
+        """The values whose words are those of `text` (as stems): where a value is stored."""
+        return [hit for hit, _ in self.literal([" ".join(stems(text))])]
+
     def search(self, words: Sequence[str], limit: int) -> list[tuple[ValueHit, str]]:
         """The `limit` values best matching any of `words` by FTS5's BM25, each with its key."""
         if not words:
