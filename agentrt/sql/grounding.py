@@ -23,10 +23,11 @@ stripped: "Isaac Newman's" finds 'Isaac Newman') and by FTS5 (values holding som
 scored by the share they say), applies the database's synonyms (`Synonyms`: "united states" is
 country.Code = 'USA'), and re-ranks with the structure:
 
-- the tables the dialogue names (a table, a column named by a word rare in the schema's names,
-  a value found word for word, a synonym) are its anchors; a word of many tables' names
-  ("name", "date") weighs little and anchors none; a value several tables hold anchors only
-  those nearest the others;
+- the tables the dialogue names (a table, a column by words no other table's names have, a
+  value found word for word, a synonym) are its anchors; words many tables' names have
+  ("name", "date") weigh little and anchor none; a value several tables hold anchors only those
+  nearest the others; a value inside a longer one said ('Orange' in "Orange Free State") is
+  not said, and a number of up to four digits anchors nothing (a year, as often as not);
 - a value found lifts its column, and a column lifts its table;
 - tables are chosen greedily, each next one with a bonus when a foreign key joins it to those
   already chosen, and a larger one when it lies on a shortest join path between two chosen
@@ -35,11 +36,12 @@ country.Code = 'USA'), and re-ranks with the structure:
   chooses ("fines per branch": a member's branch, or the branch of the copy lent);
 - columns are chosen within the budget in this order: the keys joining the anchors and
   bridges (cheap, and required), the best column of each anchor and of each bridge that
-  every shortest route crosses, the other columns of those tables by score, then the rest by
-  score, where a column of a table not joined yet brings the keys of its join path with it;
-  when the first three tables join among themselves, they go through these steps before the
-  fourth and fifth, so grounding more tables never costs a column of the first ones; a column
-  of a composite primary key (film_actor.actor_id) is data as well as a key;
+  every shortest route crosses, then the others by score (those of anchors and bridges
+  slightly ahead), where a column of a table not joined yet brings the keys of its join path
+  with it; when the first three tables join among themselves, they go through these steps
+  before the fourth and fifth, so grounding more tables never costs a column of the first
+  ones; a column of a composite primary key (film_actor.actor_id) is data as well as a key; a
+  first name brings the last name of the same table with it;
 - values are taken from the chosen tables, literal matches first.
 
 The result holds at most `tables` tables, `columns` columns and `values` values;
@@ -113,13 +115,11 @@ SIMILAR_VALUE_TO_COLUMN = 0.5
 ("Jane Austen" is close to "borrowed Emma"), and should not pull in its table."""
 NAMED_SCORE = 0.8
 """A table or column every word of whose name the question says, stemmed and leaving out
-stop words ("customers", "unit price"; "borrowed" names `borrowed_on`); a column only when a
-word of its name is rare in the schema (see `ANCHOR_WEIGHT`)."""
-ANCHOR_WEIGHT = 0.6
-"""How distinctive a word of a column's name must be for saying it to name the column's table
-(an anchor), and to get the whole `NAMED_SCORE`: its weight, log(1 + N/df) / log(1 + N) for a
-word in the names of df of the N tables, is 1 for a word of one table's names and falls
-towards 0 for "name", "id" or "date", which every table has."""
+stop words ("customers", "unit price"; "borrowed" names `borrowed_on`); a column's times the
+weight of its words: log(1 + N/df) / log(1 + N) when df of the schema's N tables have a name
+holding them all, 1 for words one table's names have ("postal code" of customers), falling
+towards 0 for "name", "id" or "date", which every table has. Only a column whose words no
+other table's names have makes its table an anchor."""
 PARTIAL_SCORE = 0.6
 """A value that FTS5 finds holding some of the question's words, times the share of its words
 the question says ("Kabul" and 'Kabul Province': 0.3)."""
@@ -128,6 +128,10 @@ PARTIAL_CANDIDATES = 20
 VALUE_BUDGET = 300_000
 """The distinct values indexed per database for matching word for word (see
 `agentrt.sql.database.all_values` for what happens past it): about 20 MB on disk."""
+CORE_BONUS = 0.1
+"""Added to the worth of a column of an anchor or a bridge when the budget is filled by worth:
+the tables the question is about come first, not so far first that their incidental columns
+(a customer's fax) pass another table's wanted one."""
 FIRST_TABLES = 3
 """The tables whose columns come first when more are grounded: a fourth or fifth table's
 columns only take what the first three leave of the budget, so grounding more tables never
@@ -146,6 +150,7 @@ CANDIDATES = {"table": 64, "column": 256, "value": 128}
 """How many items of each kind FAISS retrieves per text before re-ranking."""
 
 _WORD = re.compile(r"\w+(?:['’.-]\w+)*")
+_YEAR_OR_SMALL = re.compile(r"^\d{1,4}$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _STOPWORDS = frozenset(
     [
@@ -392,10 +397,12 @@ class _Picking:
         self.joins: set[int] = set()
         self.grounded: set[str] = set()
 
-    def take(self, path: list[int], column: int | None = None) -> None:
+    def take(self, path: list[int], column: int | None = None, partner: int | None = None) -> None:
         """The join columns `path` and the `column` they reach, all of them or, when they do
-        not fit the budget, none."""
+        not fit the budget, none; then the column's `partner`, when it fits."""
         new = [c for c in dict.fromkeys([*path, column]) if c is not None and c not in self.picked]
+        if partner is not None and len(self.picked) + len(new) < self.budget:
+            new.append(partner)
         if len(self.picked) + len(new) <= self.budget:
             self.picked.update(dict.fromkeys(new))
             self.joins.update(path)
@@ -454,6 +461,8 @@ class SchemaIndex:
         }
         """The columns of composite primary keys: data as much as keys (film_actor.actor_id)."""
         self._names = self._name_index()
+        self._partner = self._partners()
+        """A person's first name column ↔ the last name column of the same table."""
         self._synonyms = [
             self._synonym(p, t) for p, t in (synonyms or Synonyms(phrases={})).phrases.items()
         ]
@@ -470,8 +479,8 @@ class SchemaIndex:
 
     def _name_index(self) -> list[tuple[int, frozenset[str], float]]:
         """Tables and columns by the stems of the words of their names (`id` and stop words left
-        out), with the weight of their most distinctive word (see `ANCHOR_WEIGHT`); keys are
-        left out, as `store_id` names another table, not what its own table holds."""
+        out), with the weight of those words (see `NAMED_SCORE`); keys are left out, as
+        `store_id` names another table, not what its own table holds."""
         named: list[tuple[int, frozenset[str]]] = []
         for i in range(self._ranges["value"].start):
             item = self.items[i]
@@ -481,16 +490,34 @@ class SchemaIndex:
             found = frozenset(w for w in words_ if w != "id" and w not in _STOP_STEMS)
             if found:
                 named.append((i, found))
-        spread: dict[str, set[str]] = defaultdict(set)
+        by_table: dict[str, list[frozenset[str]]] = defaultdict(list)
         for i, found in named:
-            for word in found:
-                spread[word].add(self.items[i].table)
+            by_table[self.items[i].table].append(found)
         tables = max(1, len(self.schema.tables))
 
-        def weight(word: str) -> float:
-            return math.log(1 + tables / len(spread[word])) / math.log(1 + tables)
+        def weight(found: frozenset[str]) -> float:
+            spread = sum(any(found <= other for other in names) for names in by_table.values())
+            return math.log(1 + tables / spread) / math.log(1 + tables)
 
-        return [(i, found, max(map(weight, found))) for i, found in named]
+        return [(i, found, weight(found)) for i, found in named]
+
+    def _partners(self) -> dict[int, int]:
+        """Columns whose names differ only by first ↔ last (`first_name`, `FirstName`,
+        `cust_first_name`): a person is named by both, and a query selects them together."""
+        by_words = {
+            (item.table, words(item.column or "")): i
+            for i in range(self._ranges["column"].start, self._ranges["column"].stop)
+            if (item := self.items[i])
+        }
+        found: dict[int, int] = {}
+        for (table, name), i in by_words.items():
+            split = name.split()
+            if "first" in split:
+                last = " ".join("last" if w == "first" else w for w in split)
+                partner = by_words.get((table, last))
+                if partner is not None:
+                    found[i], found[partner] = partner, i
+        return found
 
     def _synonym(self, phrase: str, targets: Sequence[str]) -> _Synonym:
         """A synonym's targets found in the schema, by their names as the schema spells them."""
@@ -740,7 +767,7 @@ class SchemaIndex:
             present = set(said)
             for i, named, distinct in self._names:
                 if named <= present:
-                    if self.items[i].kind == "table" or distinct >= ANCHOR_WEIGHT:
+                    if self.items[i].kind == "table" or distinct == 1.0:
                         anchors.add(self.items[i].table)
                     named_score = NAMED_SCORE * (1.0 if self.items[i].kind == "table" else distinct)
                     score[i] = max(score.get(i, 0.0), named_score * weight)
@@ -759,13 +786,22 @@ class SchemaIndex:
         """The values the text holds: each run of its words that is a value's words (stemmed),
         `LITERAL_SCORE`; values FTS5 finds holding some of its words, `PARTIAL_SCORE` times
         the share of their words it says."""
-        runs = {
-            " ".join(said[start : start + size])
-            for size in range(1, self.values.longest + 1)
-            for start in range(len(said) - size + 1)
-        }
+        runs: dict[str, list[range]] = defaultdict(list)
+        for size in range(1, self.values.longest + 1):
+            for start in range(len(said) - size + 1):
+                runs[" ".join(said[start : start + size])].append(range(start, start + size))
         keys = [k for k in runs if len(k) > 1 and k not in _STOP_STEMS]
-        found = {hit: LITERAL_SCORE for hit, _ in self.values.literal(keys)}
+        hits = self.values.literal(keys)
+        spans = [runs[key] for _, key in hits]
+        found: dict[ValueHit, float] = {}
+        for hit, key in hits:
+            # Within a longer value said ("EAGLES ORANGE"), a shorter one ('Orange', a city)
+            # was not said: it only holds some of the words.
+            inside = all(
+                any(len(o) > len(r) and r.start in o and r[-1] in o for s in spans for o in s)
+                for r in runs[key]
+            )
+            found[hit] = PARTIAL_SCORE if inside else LITERAL_SCORE
         present = set(said)
         content = [
             w
@@ -810,10 +846,12 @@ class SchemaIndex:
         """The tables of the values found word for word. A value held by several tables
         ("Turin": a store's city, a customer's city) anchors only those of them nearest (in
         joins) to the other anchors, when there are any: in "the stock clerks in Turin", a
-        clerk is an employee, who works in a store."""
+        clerk is an employee, who works in a store. A number of up to four digits anchors
+        nothing: "in 2023" is as likely a date's year as a model year stored as text."""
         holders: dict[str, set[str]] = defaultdict(set)
         for table, _, value in literal:
-            holders[normalize_value(value)].add(table)
+            if not _YEAR_OR_SMALL.match(value):
+                holders[normalize_value(value)].add(table)
         sure = named.union(*(t for t in holders.values() if len(t) == 1))
         anchors = set(sure)
         for tables in holders.values():
@@ -930,14 +968,16 @@ class SchemaIndex:
             for group in groups
         ]
         worth = self._column_worth(chosen, table_score, score)
-        ranked = sorted(worth, key=lambda i: -worth[i])
         for core, group in zip(cores, groups, strict=True):
-            for tables in (core, group):
-                for i in [i for i in ranked if self.items[i].table in tables]:
-                    if len(picking.picked) == picking.budget:
-                        break
-                    path = self._join_path(self.items[i].table, picking.grounded, group)
-                    picking.take(path, i)
+            ranked = sorted(
+                (i for i in worth if self.items[i].table in group),
+                key=lambda i: -worth[i] - CORE_BONUS * (self.items[i].table in core),
+            )
+            for i in ranked:
+                if len(picking.picked) == picking.budget:
+                    break
+                path = self._join_path(self.items[i].table, picking.grounded, group)
+                picking.take(path, i, self._partner.get(i))
         for path in self._keys_between(picking.grounded):
             picking.take(path)
         return sorted(picking.picked, key=lambda i: i not in picking.joins), picking.joins
@@ -976,7 +1016,8 @@ class SchemaIndex:
                 i for i in worth if self.items[i].table == table and self._holds_data(self.items[i])
             ]
             if own and not picking.picked.keys() & own:
-                take(self._join_path(table, grounded, chosen), max(own, key=worth.__getitem__))
+                best = max(own, key=worth.__getitem__)
+                take(self._join_path(table, grounded, chosen), best, self._partner.get(best))
         return core
 
     def _joined(self, tables: Collection[str], core: Collection[str]) -> bool:

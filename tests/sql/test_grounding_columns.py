@@ -27,6 +27,10 @@ CREATE TABLE city (
     ID INTEGER PRIMARY KEY, Name TEXT, CountryCode TEXT, District TEXT, Population INTEGER,
     PostalCode TEXT, mayor_id INTEGER
 );
+CREATE TABLE clerk (
+    id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, badge TEXT,
+    city_id INTEGER REFERENCES city(ID)
+);
 CREATE TABLE countrylanguage (
     CountryCode TEXT REFERENCES country(Code), Language TEXT, IsOfficial TEXT, Percentage REAL,
     PRIMARY KEY (CountryCode, Language)
@@ -39,6 +43,7 @@ COUNTRIES = [
     ("FRA", "France", "Europe", 59225700),
     ("USA", "United States of America", "North America", 278357000),
     ("ABW", "Aruba", "North America", 103000),
+    ("OFS", "Orange Free State", "Africa", 1000),
 ]
 
 
@@ -52,7 +57,12 @@ def make_world(path: Path) -> Path:
             for i in range(1, 501)
         ]
         cities.append((501, "Kabul", "AFG", "Kabol", 1780000, "1001", 999))
+        cities.append((502, "Orange", "FRA", "Vaucluse", 28000, "84100", 998))
         connection.executemany("INSERT INTO city VALUES (?, ?, ?, ?, ?, ?, ?)", cities)
+        connection.executemany(
+            "INSERT INTO clerk VALUES (?, ?, ?, ?, ?)",
+            [(1, "Rosa", "Diaz", "B-1", 501), (2, "Tom", "Hale", "B-2", 502)],
+        )
         connection.executemany(
             "INSERT INTO countrylanguage VALUES (?, ?, ?, ?)",
             [
@@ -115,6 +125,20 @@ class TestValues:
         assert partial
         assert not partial[0].literal
 
+    def test_a_value_inside_a_longer_one_said_is_not_literal(self, world: SchemaIndex) -> None:
+        """ "Orange Free State" is said; 'Orange', a city, only holds one of its words."""
+        grounding = world.ground("What is the population of Orange Free State?")
+        found = {v.value: v.literal for v in grounding.values}
+        assert found["Orange Free State"]
+        assert not found.get("Orange", False)
+        assert grounding.tables[0].name == "country"
+
+    def test_a_short_number_is_a_value_but_names_no_table(self, world: SchemaIndex) -> None:
+        """'1001' is Kabul's postal code, stored as text; "in 1001" may as well be a year."""
+        grounding = world.ground("How many languages were spoken in 1001?", tables=4)
+        assert grounding.tables[0].name == "countrylanguage"
+        assert grounding.contains(values=["city.PostalCode=1001"])
+
     def test_past_the_budget_each_column_keeps_a_fair_share(self, world_path: Path) -> None:
         schema = read_schema(world_path)
         values = list(all_values(world_path, schema, budget=40))
@@ -136,6 +160,12 @@ class TestColumns:
         assert grounding.tables[0].name == "city"
         assert grounding.contains(columns=["city.Name", "city.District"])
         assert grounding.tables[1].score < grounding.tables[0].score / 2
+
+    def test_a_first_name_comes_with_the_last_name(self, world: SchemaIndex) -> None:
+        """'Rosa' finds the first name; the last name comes with it, before the badge."""
+        grounding = world.ground("Which badge has the clerk called Rosa?", tables=1, columns=3)
+        names = [f"{c.table}.{c.name}" for c in grounding.columns]
+        assert names == ["clerk.first_name", "clerk.last_name", "clerk.badge"]
 
     def test_a_column_of_a_composite_primary_key_is_data(self, world: SchemaIndex) -> None:
         grounding = world.ground("Which languages are spoken in Aruba?")
