@@ -27,7 +27,11 @@ country.Code = 'USA'), and re-ranks with the structure:
   value found word for word, a synonym) are its anchors; words many tables' names have
   ("name", "date") weigh little and anchor none; a value several tables hold anchors only those
   nearest the others; a value inside a longer one said ('Orange' in "Orange Free State") is
-  not said, and a number of up to four digits anchors nothing (a year, as often as not);
+  not said, a number of up to four digits anchors nothing (a year, as often as not), and a
+  code of one or two letters is said as it is written ("US", not "us");
+- a row a value names gives its code to the columns holding it: "Switzerland" is
+  `countries.country_name`, and 'CH', its text primary key, is the value to compare
+  `locations.country_id` with;
 - a value found lifts its column, and a column lifts its table;
 - tables are chosen greedily, each next one with a bonus when a foreign key joins it to those
   already chosen, and a larger one when it lies on a shortest join path between two chosen
@@ -72,8 +76,10 @@ from agentrt.sql.database import (
     ForeignKey,
     Schema,
     all_values,
+    connect_readonly,
     database_path,
     infer_joins,
+    quote_identifier,
     read_schema,
     read_values,
 )
@@ -120,6 +126,8 @@ weight of its words: log(1 + N/df) / log(1 + N) when df of the schema's N tables
 holding them all, 1 for words one table's names have ("postal code" of customers), falling
 towards 0 for "name", "id" or "date", which every table has. Only a column whose words no
 other table's names have makes its table an anchor."""
+CODE_SCORE = 0.9
+"""The code of a row a value names ('CH' for "Switzerland"), in the columns that hold it."""
 PARTIAL_SCORE = 0.6
 """A value that FTS5 finds holding some of the question's words, times the share of its words
 the question says ("Kabul" and 'Kabul Province': 0.3)."""
@@ -462,6 +470,14 @@ class SchemaIndex:
         """The columns of composite primary keys: data as much as keys (film_actor.actor_id)."""
         self._names = self._name_index()
         self._partner = self._partners()
+        self._codes = {
+            t.name: keys[0].name
+            for t in schema.tables
+            if len(keys := [c for c in t.columns if c.primary_key]) == 1
+            and "INT" not in keys[0].type.upper()
+            and any(j.ref_table == t.name for j in self.joins)
+        }
+        """Table → its text primary key, when other tables reference it: a code ('CH')."""
         """A person's first name column ↔ the last name column of the same table."""
         self._synonyms = [
             self._synonym(p, t) for p, t in (synonyms or Synonyms(phrases={})).phrases.items()
@@ -780,7 +796,37 @@ class SchemaIndex:
                         literal.add(hit)
                         value_score[hit] = max(value_score.get(hit, 0.0), LITERAL_SCORE * weight)
         anchors |= self._value_anchors(literal, anchors)
+        for hit in self._coded_values(literal):
+            literal.add(hit)
+            value_score[hit] = max(value_score.get(hit, 0.0), CODE_SCORE)
         return score, value_score, literal, anchors
+
+    def _coded_values(self, literal: Collection[ValueHit]) -> set[ValueHit]:
+        """The codes of the rows the literal values name, where other tables hold the code
+        ("Switzerland" is `countries.country_name`; its `country_id` 'CH' is what
+        `locations.country_id` compares with): the row's text primary key, and the same value
+        in every column that references it."""
+        wanted = [(t, c, v) for t, c, v in literal if t in self._codes and c != self._codes[t]]
+        if not wanted:
+            return set()
+        found: set[ValueHit] = set()
+        with connect_readonly(self.path) as connection:
+            for table, column, value in wanted:
+                key = self._codes[table]
+                rows = connection.execute(
+                    f"SELECT DISTINCT {quote_identifier(key)} FROM {quote_identifier(table)} "
+                    f"WHERE trim({quote_identifier(column)}) = ? LIMIT 3",
+                    (value,),
+                ).fetchall()
+                for (code,) in rows:
+                    if isinstance(code, str):
+                        found.add((table, key, code))
+                        found.update(
+                            (j.table, j.column, code)
+                            for j in self.joins
+                            if (j.ref_table, j.ref_column) == (table, key)
+                        )
+        return found
 
     def _value_matches(self, text: str, said: Sequence[str]) -> dict[ValueHit, float]:
         """The values the text holds: each run of its words that is a value's words (stemmed),
@@ -802,6 +848,11 @@ class SchemaIndex:
                 for r in runs[key]
             )
             found[hit] = PARTIAL_SCORE if inside else LITERAL_SCORE
+        # A code of one or two letters is said as it is written: "US", not "us"; "id" is not
+        # Indonesia's 'ID'.
+        for hit in [h for h in found if len(h[2]) <= 2 and not h[2].isdigit()]:
+            if not re.search(rf"(?<!\w){re.escape(hit[2])}(?!\w)", text):
+                del found[hit]
         present = set(said)
         content = [
             w

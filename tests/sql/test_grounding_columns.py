@@ -21,7 +21,9 @@ pytest.importorskip("sqlglot", reason="needs the db extra")
 pytest.importorskip("faiss", reason="needs the retrieval extra")
 
 WORLD_SCHEMA = """
-CREATE TABLE country (Code TEXT PRIMARY KEY, Name TEXT, Continent TEXT, Population INTEGER);
+CREATE TABLE country (
+    Code TEXT PRIMARY KEY, Code2 TEXT, Name TEXT, Continent TEXT, Population INTEGER
+);
 CREATE TABLE mayor (id INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE city (
     ID INTEGER PRIMARY KEY, Name TEXT, CountryCode TEXT, District TEXT, Population INTEGER,
@@ -39,18 +41,18 @@ CREATE TABLE countrylanguage (
 """city.CountryCode joins country.Code without a declared foreign key; city.mayor_id is named
 like mayor's key but holds none of its ids. 'Kabul' is the rarest of 501 city names."""
 COUNTRIES = [
-    ("AFG", "Afghanistan", "Asia", 22720000),
-    ("FRA", "France", "Europe", 59225700),
-    ("USA", "United States of America", "North America", 278357000),
-    ("ABW", "Aruba", "North America", 103000),
-    ("OFS", "Orange Free State", "Africa", 1000),
+    ("AFG", "AF", "Afghanistan", "Asia", 22720000),
+    ("FRA", "FR", "France", "Europe", 59225700),
+    ("USA", "US", "United States of America", "North America", 278357000),
+    ("ABW", "AW", "Aruba", "North America", 103000),
+    ("OFS", "OF", "Orange Free State", "Africa", 1000),
 ]
 
 
 def make_world(path: Path) -> Path:
     with sqlite3.connect(path) as connection:
         connection.executescript(WORLD_SCHEMA)
-        connection.executemany("INSERT INTO country VALUES (?, ?, ?, ?)", COUNTRIES)
+        connection.executemany("INSERT INTO country VALUES (?, ?, ?, ?, ?)", COUNTRIES)
         connection.executemany("INSERT INTO mayor VALUES (?, ?)", [(1, "Ann"), (2, "Bo")])
         cities = [
             (i, f"Alpha {i % 250}", "FRA", "Ile", 1000 + i, f"{75000 + i % 250}", 100 + i)
@@ -139,6 +141,12 @@ class TestValues:
         assert grounding.tables[0].name == "countrylanguage"
         assert grounding.contains(values=["city.PostalCode=1001"])
 
+    def test_a_two_letter_code_is_said_as_it_is_written(self, world: SchemaIndex) -> None:
+        """ "US" is the code; "us" is a word."""
+        assert world.ground("Which country is US?").contains(values=["country.Code2=US"])
+        found = world.ground("Tell us of France").values
+        assert ("Code2", "US") not in {(v.column, v.value) for v in found if v.literal}
+
     def test_past_the_budget_each_column_keeps_a_fair_share(self, world_path: Path) -> None:
         schema = read_schema(world_path)
         values = list(all_values(world_path, schema, budget=40))
@@ -147,7 +155,7 @@ class TestValues:
         for table, column, _ in values:
             per_column[(table, column)] = per_column.get((table, column), 0) + 1
         # Small columns whole, what they leave shared: no dates, no two-digit numbers.
-        assert per_column[("country", "Continent")] == 3
+        assert per_column[("mayor", "name")] == 2
         assert per_column[("countrylanguage", "IsOfficial")] == 2
         assert per_column[("city", "Name")] == per_column[("city", "PostalCode")] > 2
 
@@ -190,6 +198,13 @@ class TestColumns:
         assert key.inferred
         assert key.join
         assert "REFERENCES country(Code) (inferred, not declared)" in grounding.render()
+
+    def test_a_row_named_gives_its_code_to_the_columns_holding_it(self, world: SchemaIndex) -> None:
+        """ "Afghanistan" is country.Name; what city.CountryCode compares with is 'AFG'."""
+        grounding = world.ground("How many cities are there in Afghanistan?", tables=2)
+        assert grounding.contains(
+            values=["country.Name=Afghanistan", "city.CountryCode=AFG", "country.Code=AFG"]
+        )
 
     def test_five_tables_never_lose_a_column_three_tables_give(self, world: SchemaIndex) -> None:
         for question in [
