@@ -23,8 +23,9 @@ stripped: "Isaac Newman's" finds 'Isaac Newman') and by FTS5 (values holding som
 scored by the share they say), applies the database's synonyms (`Synonyms`: "united states" is
 country.Code = 'USA'), and re-ranks with the structure:
 
-- the tables the dialogue names (a table, a column by words no other table's names have, a
-  value found word for word, a synonym) are its anchors; words many tables' names have
+- the tables the dialogue names (a table, even by a stem its name extends: "shipped" names
+  `shipments`; a column by words no other table's names have; a value found word for word; a
+  synonym) are its anchors; words many tables' names have
   ("name", "date") weigh little and anchor none; a value several tables hold anchors only those
   nearest the others; a value inside a longer one said ('Orange' in "Orange Free State") is
   not said, a number of up to four digits anchors nothing (a year, as often as not), and a
@@ -126,6 +127,9 @@ weight of its words: log(1 + N/df) / log(1 + N) when df of the schema's N tables
 holding them all, 1 for words one table's names have ("postal code" of customers), falling
 towards 0 for "name", "id" or "date", which every table has. Only a column whose words no
 other table's names have makes its table an anchor."""
+SUFFIX = 4
+"""How many letters a table name's word may add to a stem the question says and still be
+named by it: Porter keeps "shipment" and "rental" apart from "ship" and "rent"."""
 CODE_SCORE = 0.9
 """The code of a row a value names ('CH' for "Switzerland"), in the columns that hold it."""
 PARTIAL_SCORE = 0.6
@@ -152,7 +156,7 @@ BRIDGE_BONUS = 0.3
 """Added to a candidate table on a shortest join path between two chosen anchors that the
 chosen tables do not connect yet: the table in the middle of a many-to-many question
 ("members who borrowed a title": loans, and copies)."""
-TABLE_IN_COLUMN = 0.25
+TABLE_IN_COLUMN = 0.15
 """The share of a table's score that its columns inherit when columns are ranked."""
 CANDIDATES = {"table": 64, "column": 256, "value": 128}
 """How many items of each kind FAISS retrieves per text before re-ranking."""
@@ -470,6 +474,12 @@ class SchemaIndex:
         """The columns of composite primary keys: data as much as keys (film_actor.actor_id)."""
         self._names = self._name_index()
         self._partner = self._partners()
+        self._vocabulary: dict[str, set[str]] = defaultdict(set)
+        """A stem → the words of table names it begins, at most `SUFFIX` letters longer."""
+        for i, named, _ in self._names:
+            for word in named if self.items[i].kind == "table" else ():
+                for cut in range(max(4, len(word) - SUFFIX), len(word)):
+                    self._vocabulary[word[:cut]].add(word)
         self._codes = {
             t.name: keys[0].name
             for t in schema.tables
@@ -780,7 +790,7 @@ class SchemaIndex:
                 if found == 1.0:
                     literal.add(hit)
                 value_score[hit] = max(value_score.get(hit, 0.0), found * weight)
-            present = set(said)
+            present = self._name_words(said)
             for i, named, distinct in self._names:
                 if named <= present:
                     if self.items[i].kind == "table" or distinct == 1.0:
@@ -827,6 +837,16 @@ class SchemaIndex:
                             if (j.ref_table, j.ref_column) == (table, key)
                         )
         return found
+
+    def _name_words(self, said: Sequence[str]) -> set[str]:
+        """The stems said, and the words of table names that extend one of at least four
+        letters by a suffix Porter's rules keep ("shipped" → ship → `shipments`, "rent" →
+        `rental`); not of column names, where "member" would name `membership`."""
+        present = set(said)
+        for word in said:
+            if len(word) >= 4:
+                present.update(self._vocabulary.get(word, ()))
+        return present
 
     def _value_matches(self, text: str, said: Sequence[str]) -> dict[ValueHit, float]:
         """The values the text holds: each run of its words that is a value's words (stemmed),

@@ -33,6 +33,7 @@ CREATE TABLE clerk (
     id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, badge TEXT,
     city_id INTEGER REFERENCES city(ID)
 );
+CREATE TABLE rental (id INTEGER PRIMARY KEY, clerk_id INTEGER REFERENCES clerk(id), fee REAL);
 CREATE TABLE countrylanguage (
     CountryCode TEXT REFERENCES country(Code), Language TEXT, IsOfficial TEXT, Percentage REAL,
     PRIMARY KEY (CountryCode, Language)
@@ -174,6 +175,11 @@ class TestColumns:
         grounding = world.ground("Which badge has the clerk called Rosa?", tables=1, columns=3)
         names = [f"{c.table}.{c.name}" for c in grounding.columns]
         assert names == ["clerk.first_name", "clerk.last_name", "clerk.badge"]
+
+    def test_a_stem_names_the_table_whose_name_extends_it(self, world: SchemaIndex) -> None:
+        """Porter keeps "rented" (rent) and `rental` apart; the table is named all the same."""
+        grounding = world.ground("How much did Rosa charge when she rented?", tables=2)
+        assert grounding.contains(tables=["rental", "clerk"], columns=["rental.fee"])
 
     def test_a_column_of_a_composite_primary_key_is_data(self, world: SchemaIndex) -> None:
         grounding = world.ground("Which languages are spoken in Aruba?")
