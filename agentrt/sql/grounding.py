@@ -46,7 +46,8 @@ country.Code = 'USA'), and re-ranks with the structure:
   with it; when the first three tables join among themselves, they go through these steps
   before the fourth and fifth, so grounding more tables never costs a column of the first
   ones; a column of a composite primary key (film_actor.actor_id) is data as well as a key; a
-  first name brings the last name of the same table with it;
+  first name brings the last name of the same table with it; an anchor's label (its first
+  name or title column) is needed too, since "which customer" shows the customer's name;
 - values are taken from the chosen tables, literal matches first.
 
 The result holds at most `tables` tables, `columns` columns and `values` values;
@@ -474,12 +475,9 @@ class SchemaIndex:
         """The columns of composite primary keys: data as much as keys (film_actor.actor_id)."""
         self._names = self._name_index()
         self._partner = self._partners()
-        self._vocabulary: dict[str, set[str]] = defaultdict(set)
-        """A stem → the words of table names it begins, at most `SUFFIX` letters longer."""
-        for i, named, _ in self._names:
-            for word in named if self.items[i].kind == "table" else ():
-                for cut in range(max(4, len(word) - SUFFIX), len(word)):
-                    self._vocabulary[word[:cut]].add(word)
+        self._label = self._labels()
+        """Table → the column that names its rows (a name, a title), when it has one."""
+        self._vocabulary = self._table_words()
         self._codes = {
             t.name: keys[0].name
             for t in schema.tables
@@ -526,6 +524,26 @@ class SchemaIndex:
             return math.log(1 + tables / spread) / math.log(1 + tables)
 
         return [(i, found, weight(found)) for i, found in named]
+
+    def _table_words(self) -> dict[str, set[str]]:
+        """A stem → the words of table names it begins, at most `SUFFIX` letters longer."""
+        vocabulary: dict[str, set[str]] = defaultdict(set)
+        for i, named, _ in self._names:
+            for word in named if self.items[i].kind == "table" else ():
+                for cut in range(max(4, len(word) - SUFFIX), len(word)):
+                    vocabulary[word[:cut]].add(word)
+        return vocabulary
+
+    def _labels(self) -> dict[str, int]:
+        """Each table's first data column with "name" or "title" in its name: what a question
+        asking which rows wants shown ("which customer": a customer's name)."""
+        labels: dict[str, int] = {}
+        for i in range(self._ranges["column"].start, self._ranges["column"].stop):
+            item = self.items[i]
+            said = set(words(item.column or "").split())
+            if item.table not in labels and self._holds_data(item) and said & {"name", "title"}:
+                labels[item.table] = i
+        return labels
 
     def _partners(self) -> dict[int, int]:
         """Columns whose names differ only by first ↔ last (`first_name`, `FirstName`,
@@ -1089,6 +1107,10 @@ class SchemaIndex:
             if own and not picking.picked.keys() & own:
                 best = max(own, key=worth.__getitem__)
                 take(self._join_path(table, grounded, chosen), best, self._partner.get(best))
+        for table in [t for t in core if t in anchors]:
+            label = self._label.get(table)
+            if label is not None and label not in picking.picked:
+                take(self._join_path(table, grounded, chosen), label, self._partner.get(label))
         return core
 
     def _joined(self, tables: Collection[str], core: Collection[str]) -> bool:

@@ -176,6 +176,14 @@ class TestColumns:
         names = [f"{c.table}.{c.name}" for c in grounding.columns]
         assert names == ["clerk.first_name", "clerk.last_name", "clerk.badge"]
 
+    def test_a_named_table_comes_with_its_label(self, world: SchemaIndex) -> None:
+        """ "Which clerk": the answer shows the clerk's name, which the question does not say."""
+        grounding = world.ground("Which clerk has the badge B-2?", tables=1, columns=3)
+        assert grounding.contains(
+            columns=["clerk.badge", "clerk.first_name", "clerk.last_name"],
+            values=["clerk.badge=B-2"],
+        )
+
     def test_a_stem_names_the_table_whose_name_extends_it(self, world: SchemaIndex) -> None:
         """Porter keeps "rented" (rent) and `rental` apart; the table is named all the same."""
         grounding = world.ground("How much did Rosa charge when she rented?", tables=2)
