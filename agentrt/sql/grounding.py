@@ -870,6 +870,7 @@ class SchemaIndex:
         """The values the text holds: each run of its words that is a value's words (stemmed),
         `LITERAL_SCORE`; values FTS5 finds holding some of its words, `PARTIAL_SCORE` times
         the share of their words it says."""
+        raw = set(words_of(text))
         runs: dict[str, list[range]] = defaultdict(list)
         for size in range(1, self.values.longest + 1):
             for start in range(len(said) - size + 1):
@@ -885,7 +886,9 @@ class SchemaIndex:
                 any(len(o) > len(r) and r.start in o and r[-1] in o for s in spans for o in s)
                 for r in runs[key]
             )
-            found[hit] = PARTIAL_SCORE if inside else LITERAL_SCORE
+            found[hit] = (
+                PARTIAL_SCORE if inside or not _said_as(hit[2], key, raw) else LITERAL_SCORE
+            )
         # A code of one or two letters is said as it is written: "US", not "us"; "id" is not
         # Indonesia's 'ID'.
         for hit in [h for h in found if len(h[2]) <= 2 and not h[2].isdigit()]:
@@ -1348,6 +1351,16 @@ def _ranges(
 
 def _hit(item: SchemaItem) -> ValueHit:
     return (item.table, item.column or "", item.value or "")
+
+
+def _said_as(value: str, key: str, raw: Collection[str]) -> bool:
+    """Whether a value of one word is said as it is, or in the plural: the stem of
+    'Purchasing' and 'orderable' is that of "purchase" and "orders", but neither is said."""
+    if " " in key:
+        return True
+    word = normalize_value(value)
+    plurals = {word, word + "s", word + "es", word[:-1] + "ies"}
+    return bool(plurals & set(raw))
 
 
 def _contains(said: Sequence[str], phrase: Sequence[str]) -> bool:
