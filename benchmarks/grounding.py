@@ -341,6 +341,9 @@ def sample_databases(root: Path, folder: Path, heldout: bool, limit: int | None)
 
     :raises SystemExit: no such half in `root`
     """
+    if not (root / "build.py").is_file():
+        msg = f"no build.py in {root}: the samples set is not there (--samples names it)"
+        raise SystemExit(msg)
     # The set's own builder, as its README says to run it: `build.py OUTDIR`.
     subprocess.run([sys.executable, str(root / "build.py"), str(folder)], check=True)
     half = "heldout" if heldout else "tuning"
