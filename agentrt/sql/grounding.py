@@ -1,12 +1,16 @@
 """Schema grounding: the few tables, columns and values of a database that a question needs.
 
-Offline, `SchemaIndex.build` indexes a SQLite database: every table, every column and the
-distinct textual values of each column (bounded per column, see `agentrt.sql.database`), each with
-an embedding of its name (and of a description, when one is given) and its metadata: item
-kind, column type, primary key, the foreign key it is. It is built once and cached on disk:
+Offline, `SchemaIndex.build` indexes a SQLite database: every table and every column, each
+with an embedding of its name (and of a description, when one is given) and its metadata (item
+kind, column type, primary key, the foreign key it is: declared, or inferred from the column's
+name and values, `agentrt.sql.database.infer_joins`); the most frequent distinct textual values
+of each column, embedded too; and every distinct text value, numbers stored as text included,
+within a budget per database, in a SQLite file searched word for word and with FTS5
+(`agentrt.sql.values`). It is built once and cached on disk:
 
-    <cache>/grounding/<embedder>/<schema>/items.json    the items (their documents, metadata)
-    <cache>/grounding/<embedder>/<schema>/vectors.npz   their vectors (`agentrt.vectors.cache`)
+    <cache>/grounding/<embedder>/<schema>/items.json     the items (their documents, metadata)
+    <cache>/grounding/<embedder>/<schema>/vectors.npz    their vectors (`agentrt.vectors.cache`)
+    <cache>/grounding/<embedder>/<schema>/values.sqlite  every value (`agentrt.sql.values`)
 
 keyed by a hash of the schema and the descriptions, so a database seen before is grounded
 without embedding anything or reading its rows again. `rebuild=True` reads the values again
@@ -14,11 +18,21 @@ without embedding anything or reading its rows again. `rebuild=True` reads the v
 
 At query time, `SchemaIndex.ground` embeds the question (and earlier turns of the dialogue, at a
 discount), retrieves candidates of each kind from FAISS (inner product of normalised vectors),
-also matches values literally (trimmed and case-insensitively, as whole words of the question),
-and re-ranks with the structure:
+matches values word for word (every run of the question's words, as Porter stems, possessives
+stripped: "Isaac Newman's" finds 'Isaac Newman') and by FTS5 (values holding some of its words,
+scored by the share they say), applies the database's synonyms (`Synonyms`: "united states" is
+country.Code = 'USA'), and re-ranks with the structure:
 
-- the tables the dialogue names (a table or column named word for word, a value found word for
-  word) are its anchors; a value several tables hold anchors only those nearest the others;
+- the tables the dialogue names (a table, even by a stem its name extends: "shipped" names
+  `shipments`; a column by words no other table's names have; a value found word for word; a
+  synonym) are its anchors; words many tables' names have
+  ("name", "date") weigh little and anchor none; a value several tables hold anchors only those
+  nearest the others; a value inside a longer one said ('Orange' in "Orange Free State") is
+  not said, a number of up to four digits anchors nothing (a year, as often as not), and a
+  code of one or two letters is said as it is written ("US", not "us");
+- a row a value names gives its code to the columns holding it: "Switzerland" is
+  `countries.country_name`, and 'CH', its text primary key, is the value to compare
+  `locations.country_id` with;
 - a value found lifts its column, and a column lifts its table;
 - tables are chosen greedily, each next one with a bonus when a foreign key joins it to those
   already chosen, and a larger one when it lies on a shortest join path between two chosen
@@ -27,18 +41,25 @@ and re-ranks with the structure:
   chooses ("fines per branch": a member's branch, or the branch of the copy lent);
 - columns are chosen within the budget in this order: the keys joining the anchors and
   bridges (cheap, and required), the best column of each anchor and of each bridge that
-  every shortest route crosses, the other columns of those tables by score, then the rest by
-  score, where a column of a table not joined yet brings the keys of its join path with it;
+  every shortest route crosses, then the others by score (those of anchors and bridges
+  slightly ahead), where a column of a table not joined yet brings the keys of its join path
+  with it; when the first three tables join among themselves, they go through these steps
+  before the fourth and fifth, so grounding more tables never costs a column of the first
+  ones; a column of a composite primary key (film_actor.actor_id) is data as well as a key; a
+  first name brings the last name of the same table with it; an anchor's label (its first
+  name or title column) is needed too, since "which customer" shows the customer's name;
 - values are taken from the chosen tables, literal matches first.
 
 The result holds at most `tables` tables, `columns` columns and `values` values;
-`Grounding.render()` is the grounded schema a prompt gets instead of the whole one.
+`Grounding.render()` is the grounded schema a prompt gets instead of the whole one, an inferred
+join marked as such.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -47,10 +68,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agentrt._validation import load_yaml, load_yaml_model
+from agentrt.exceptions import UserError
 from agentrt.logs import get_logger
-from agentrt.sql.database import ForeignKey, Schema, database_path, read_schema, read_values
+from agentrt.sql._text import stem, stems, words_of
+from agentrt.sql.database import (
+    ForeignKey,
+    Schema,
+    all_values,
+    connect_readonly,
+    database_path,
+    infer_joins,
+    quote_identifier,
+    read_schema,
+    read_values,
+)
+from agentrt.sql.values import ValueHit, ValueIndex
 from agentrt.vectors.cache import embed_cached, write_atomic
 from agentrt.vectors.embedder import Embedder
 
@@ -65,6 +100,8 @@ __all__ = [
     "Grounding",
     "SchemaIndex",
     "SchemaItem",
+    "Synonyms",
+    "load_synonyms",
     "normalize_value",
 ]
 
@@ -72,7 +109,7 @@ log = get_logger("agentrt.sql.grounding")
 
 ItemKind = Literal["table", "column", "value"]
 
-_FORMAT = 1
+_FORMAT = 2
 """The version of the item documents: part of the cache key, raised when `document` changes."""
 
 CONTEXT_WEIGHT = 0.8
@@ -86,7 +123,32 @@ SIMILAR_VALUE_TO_COLUMN = 0.5
 ("Jane Austen" is close to "borrowed Emma"), and should not pull in its table."""
 NAMED_SCORE = 0.8
 """A table or column every word of whose name the question says, stemmed and leaving out
-stop words ("customers", "unit price"; "borrowed" names `borrowed_on`)."""
+stop words ("customers", "unit price"; "borrowed" names `borrowed_on`); a column's times the
+weight of its words: log(1 + N/df) / log(1 + N) when df of the schema's N tables have a name
+holding them all, 1 for words one table's names have ("postal code" of customers), falling
+towards 0 for "name", "id" or "date", which every table has. Only a column whose words no
+other table's names have makes its table an anchor."""
+SUFFIX = 4
+"""How many letters a table name's word may add to a stem the question says and still be
+named by it: Porter keeps "shipment" and "rental" apart from "ship" and "rent"."""
+CODE_SCORE = 0.9
+"""The code of a row a value names ('CH' for "Switzerland"), in the columns that hold it."""
+PARTIAL_SCORE = 0.6
+"""A value that FTS5 finds holding some of the question's words, times the share of its words
+the question says ("Kabul" and 'Kabul Province': 0.3)."""
+PARTIAL_CANDIDATES = 20
+"""How many values FTS5 returns per text, best (BM25) first."""
+VALUE_BUDGET = 300_000
+"""The distinct values indexed per database for matching word for word (see
+`agentrt.sql.database.all_values` for what happens past it): about 20 MB on disk."""
+CORE_BONUS = 0.1
+"""Added to the worth of a column of an anchor or a bridge when the budget is filled by worth:
+the tables the question is about come first, not so far first that their incidental columns
+(a customer's fax) pass another table's wanted one."""
+FIRST_TABLES = 3
+"""The tables whose columns come first when more are grounded: a fourth or fifth table's
+columns only take what the first three leave of the budget, so grounding more tables never
+loses a column grounding three would have given."""
 COLUMN_TO_TABLE = 0.9
 """The share of its best column's score a table gets, at least."""
 JOIN_BONUS = 0.08
@@ -95,12 +157,13 @@ BRIDGE_BONUS = 0.3
 """Added to a candidate table on a shortest join path between two chosen anchors that the
 chosen tables do not connect yet: the table in the middle of a many-to-many question
 ("members who borrowed a title": loans, and copies)."""
-TABLE_IN_COLUMN = 0.25
+TABLE_IN_COLUMN = 0.15
 """The share of a table's score that its columns inherit when columns are ranked."""
 CANDIDATES = {"table": 64, "column": 256, "value": 128}
 """How many items of each kind FAISS retrieves per text before re-ranking."""
 
 _WORD = re.compile(r"\w+(?:['’.-]\w+)*")
+_YEAR_OR_SMALL = re.compile(r"^\d{1,4}$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _STOPWORDS = frozenset(
     [
@@ -164,6 +227,7 @@ _STOPWORDS = frozenset(
 )
 """Words too common to be a value on their own: a column holding 'No' or 'All' should not be
 grounded because a question says 'no' or 'all'."""
+_STOP_STEMS = frozenset(stem(w) for w in _STOPWORDS)
 
 
 def normalize_value(text: str) -> str:
@@ -190,6 +254,8 @@ class SchemaItem(BaseModel):
     primary_key: bool = False
     references: str | None = None
     """For a column that is a foreign key: the `table.column` it references."""
+    inferred: bool = False
+    """`references` is not declared but inferred (`agentrt.sql.database.infer_joins`)."""
     description: str | None = None
 
     def document(self) -> str:
@@ -217,6 +283,9 @@ class GroundedColumn(BaseModel):
     type: str
     primary_key: bool = False
     references: str | None = None
+    inferred: bool = False
+    """`references` is not declared in the schema but inferred from the column's name and
+    values: the SQL writer should know that the join may not hold for every row."""
     join: bool = False
     """Chosen because it joins two of the grounded tables."""
     score: float
@@ -280,12 +349,77 @@ class Grounding(BaseModel):
                 if c.references:
                     ref_table, _, ref_column = c.references.partition(".")
                     part += f" REFERENCES {ref_table}({ref_column})"
+                    if c.inferred:
+                        part += " (inferred, not declared)"
                 parts.append(part)
             lines.append(f"{table.name}({', '.join(parts)})")
         if self.values:
             lines.append("Values in the data that match the question:")
             lines += [f"{v.table}.{v.column} = {_sql_string(v.value)}" for v in self.values]
         return "\n".join(lines)
+
+
+class Synonyms(BaseModel):
+    """What a database's users call things, for grounding: a phrase of questions → what it
+    means here, one target or a list of them, each a value (`table.column=value`, as stored),
+    a column (`table.column`) or a table. Phrases are compared by their words' stems.
+
+        united states: country.Code=USA
+        official: countrylanguage.IsOfficial=T
+        head count: [employees, employees.id]
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    phrases: dict[str, list[str]]
+
+    @field_validator("phrases", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        """A single target needs no list."""
+        if isinstance(value, dict):
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+
+def load_synonyms(path: Path) -> Synonyms:
+    """The synonyms file at `path` (YAML: phrase → target or list of targets, see `Synonyms`).
+
+    :raises WorkspaceError: the file cannot be read or is not such a mapping
+    """
+    return load_yaml_model(path, Synonyms, data={"phrases": load_yaml(path) or {}})
+
+
+@dataclass(frozen=True, slots=True)
+class _Synonym:
+    """A phrase (its stems) and what it grounds: items (tables, columns), values."""
+
+    words: tuple[str, ...]
+    items: tuple[int, ...]
+    values: tuple[ValueHit, ...]
+
+
+class _Picking:
+    """The columns chosen so far, within a budget: which are join columns, which tables they
+    ground."""
+
+    def __init__(self, budget: int, items: Sequence[SchemaItem]) -> None:
+        self.budget = budget
+        self.items = items
+        self.picked: dict[int, None] = {}
+        self.joins: set[int] = set()
+        self.grounded: set[str] = set()
+
+    def take(self, path: list[int], column: int | None = None, partner: int | None = None) -> None:
+        """The join columns `path` and the `column` they reach, all of them or, when they do
+        not fit the budget, none; then the column's `partner`, when it fits."""
+        new = [c for c in dict.fromkeys([*path, column]) if c is not None and c not in self.picked]
+        if partner is not None and len(self.picked) + len(new) < self.budget:
+            new.append(partner)
+        if len(self.picked) + len(new) <= self.budget:
+            self.picked.update(dict.fromkeys(new))
+            self.joins.update(path)
+            self.grounded.update(self.items[c].table for c in new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,10 +433,15 @@ class _Range:
 
 
 class SchemaIndex:
-    """The embedded tables, columns and values of one SQLite database. Build it with `build`.
+    """The embedded tables, columns and values of one SQLite database, and the index of all
+    its values (`agentrt.sql.values`). Build it with `build`.
 
-    :param items: tables, then columns, then values
+    :param items: tables, then columns, then values (the embedded ones: the most frequent of
+        each column)
     :param vectors: one normalised row per item
+    :param values: every distinct value, matched word for word and by FTS5
+    :param synonyms: what the database's users call its values, columns and tables
+    :raises UserError: a synonym whose target is not in the schema
     """
 
     def __init__(
@@ -312,51 +451,47 @@ class SchemaIndex:
         items: list[SchemaItem],
         vectors: npt.NDArray[np.float32],
         embedder: Embedder,
+        values: ValueIndex,
+        synonyms: Synonyms | None = None,
     ) -> None:
-        import faiss
-
         self.path = path
         self.schema = schema
         self.items = items
         self.embedder = embedder
+        self.values = values
         self.embedded = 0
         """How many items the build had to embed (0 when all came from the cache)."""
-        self._ranges: dict[str, _Range] = {}
-        start = 0
-        for kind in ("table", "column", "value"):
-            stop = start
-            while stop < len(items) and items[stop].kind == kind:
-                stop += 1
-            index = faiss.IndexFlatIP(embedder.dimension)
-            if stop > start:
-                index.add(vectors[start:stop])
-            self._ranges[kind] = _Range(start, stop, index)
-            start = stop
-        if start != len(items):
-            msg = "items must be ordered tables, then columns, then values"
-            raise ValueError(msg)
+        self._ranges = _ranges(items, vectors, embedder.dimension)
         self._position = {_key(item): i for i, item in enumerate(items)}
-        self._literal: dict[str, list[int]] = defaultdict(list)
-        """A value's normalised words → the value items that have them."""
-        self._longest = 1
-        for i in range(self._ranges["value"].start, len(items)):
-            value = normalize_value(items[i].value or "")
-            if value and value not in _STOPWORDS and len(value) > 1:
-                self._literal[value].append(i)
-                self._longest = max(self._longest, value.count(" ") + 1)
-        self._names: list[tuple[int, frozenset[str]]] = []
-        """Tables and columns by the words of their names (singular, `id` left out); keys are
-        left out, as `store_id` names another table, not what its own table holds."""
-        for i in range(self._ranges["value"].start):
-            item = items[i]
-            if item.references or item.primary_key:
-                continue
-            name = words(item.column or item.table).split()
-            named = frozenset(_stem(w) for w in name if w != "id" and w not in _STOPWORDS)
-            if named:
-                self._names.append((i, named))
+        self.joins = [*schema.foreign_keys, *_inferred_joins(items)]
+        """The foreign keys, declared and inferred (`ForeignKey.inferred`)."""
+        self._composite = {
+            (t.name, c.name)
+            for t in schema.tables
+            if sum(c.primary_key for c in t.columns) > 1
+            for c in t.columns
+            if c.primary_key
+        }
+        """The columns of composite primary keys: data as much as keys (film_actor.actor_id)."""
+        self._names = self._name_index()
+        self._partner = self._partners()
+        self._label = self._labels()
+        """Table → the column that names its rows (a name, a title), when it has one."""
+        self._vocabulary = self._table_words()
+        self._codes = {
+            t.name: keys[0].name
+            for t in schema.tables
+            if len(keys := [c for c in t.columns if c.primary_key]) == 1
+            and "INT" not in keys[0].type.upper()
+            and any(j.ref_table == t.name for j in self.joins)
+        }
+        """Table → its text primary key, when other tables reference it: a code ('CH')."""
+        """A person's first name column ↔ the last name column of the same table."""
+        self._synonyms = [
+            self._synonym(p, t) for p, t in (synonyms or Synonyms(phrases={})).phrases.items()
+        ]
         self._neighbours: dict[str, set[str]] = defaultdict(set)
-        for key in schema.foreign_keys:
+        for key in self.joins:
             self._neighbours[key.table].add(key.ref_table)
             self._neighbours[key.ref_table].add(key.table)
         self._distance: dict[str, dict[str, int]] = {}
@@ -366,6 +501,95 @@ class SchemaIndex:
         for table in schema.tables:
             self._distance[table.name], self._routes[table.name] = self._hops(table.name)
 
+    def _name_index(self) -> list[tuple[int, frozenset[str], float]]:
+        """Tables and columns by the stems of the words of their names (`id` and stop words left
+        out), with the weight of those words (see `NAMED_SCORE`); keys are left out, as
+        `store_id` names another table, not what its own table holds."""
+        named: list[tuple[int, frozenset[str]]] = []
+        for i in range(self._ranges["value"].start):
+            item = self.items[i]
+            if item.kind == "column" and (item.references or not self._holds_data(item)):
+                continue
+            words_ = stems(words(item.column or item.table))
+            found = frozenset(w for w in words_ if w != "id" and w not in _STOP_STEMS)
+            if found:
+                named.append((i, found))
+        by_table: dict[str, list[frozenset[str]]] = defaultdict(list)
+        for i, found in named:
+            by_table[self.items[i].table].append(found)
+        tables = max(1, len(self.schema.tables))
+
+        def weight(found: frozenset[str]) -> float:
+            spread = sum(any(found <= other for other in names) for names in by_table.values())
+            return math.log(1 + tables / spread) / math.log(1 + tables)
+
+        return [(i, found, weight(found)) for i, found in named]
+
+    def _table_words(self) -> dict[str, set[str]]:
+        """A stem → the words of table names it begins, at most `SUFFIX` letters longer."""
+        vocabulary: dict[str, set[str]] = defaultdict(set)
+        for i, named, _ in self._names:
+            for word in named if self.items[i].kind == "table" else ():
+                for cut in range(max(4, len(word) - SUFFIX), len(word)):
+                    vocabulary[word[:cut]].add(word)
+        return vocabulary
+
+    def _labels(self) -> dict[str, int]:
+        """Each table's first data column with "name" or "title" in its name: what a question
+        asking which rows wants shown ("which customer": a customer's name)."""
+        labels: dict[str, int] = {}
+        for i in range(self._ranges["column"].start, self._ranges["column"].stop):
+            item = self.items[i]
+            said = set(words(item.column or "").split())
+            if item.table not in labels and self._holds_data(item) and said & {"name", "title"}:
+                labels[item.table] = i
+        return labels
+
+    def _partners(self) -> dict[int, int]:
+        """Columns whose names differ only by first ↔ last (`first_name`, `FirstName`,
+        `cust_first_name`): a person is named by both, and a query selects them together."""
+        by_words = {
+            (item.table, words(item.column or "")): i
+            for i in range(self._ranges["column"].start, self._ranges["column"].stop)
+            if (item := self.items[i])
+        }
+        found: dict[int, int] = {}
+        for (table, name), i in by_words.items():
+            split = name.split()
+            if "first" in split:
+                last = " ".join("last" if w == "first" else w for w in split)
+                partner = by_words.get((table, last))
+                if partner is not None:
+                    found[i], found[partner] = partner, i
+        return found
+
+    def _synonym(self, phrase: str, targets: Sequence[str]) -> _Synonym:
+        """A synonym's targets found in the schema, by their names as the schema spells them."""
+        items: list[int] = []
+        values: list[ValueHit] = []
+        for target in targets:
+            name, _, value = target.partition("=")
+            table_name, _, column_name = name.strip().partition(".")
+            table = self.schema.table(table_name)
+            column = table.column(column_name) if table and column_name else None
+            if table is None or (column_name and column is None):
+                msg = f"synonym {phrase!r}: no {name.strip()!r} in the schema of {self.path}"
+                raise UserError(msg)
+            if value and column is not None:
+                values.append((table.name, column.name, value.strip()))
+            elif column is not None:
+                items.append(self._position[("column", table.name, column.name)])
+            else:
+                items.append(self._position[("table", table.name)])
+        return _Synonym(tuple(stems(phrase)), tuple(items), tuple(values))
+
+    def _holds_data(self, item: SchemaItem) -> bool:
+        """Whether a column holds data of its own, not only a key (an id, a reference): a
+        column of a composite primary key does (the language of a country's languages)."""
+        if (item.table, item.column) in self._composite:
+            return True
+        return not (item.primary_key or item.references)
+
     @classmethod
     def build(
         cls,
@@ -374,7 +598,9 @@ class SchemaIndex:
         cache: Path | None,
         *,
         descriptions: Mapping[str, str] | None = None,
+        synonyms: Synonyms | None = None,
         values_per_column: int = 200,
+        value_budget: int = VALUE_BUDGET,
         rebuild: bool = False,
     ) -> SchemaIndex:
         """Index `database` (a path or a `sqlite:///` URL), or load its index from `cache`.
@@ -383,39 +609,67 @@ class SchemaIndex:
 
         :param descriptions: `"table"` or `"table.column"` → a description, embedded with the
             item's name
-        :param values_per_column: the most frequent distinct values kept per column
-        :param rebuild: read the values again even when the schema's index is cached
+        :param synonyms: what the database's users call things (`load_synonyms`); applied to
+            questions, so not part of the cache key
+        :param values_per_column: the most frequent distinct values embedded per column
+        :param value_budget: the distinct values matched word for word, in all
+        :param rebuild: read the values again (and infer the joins again) even when the
+            schema's index is cached
         """
         path = database_path(database)
         schema = read_schema(path)
         notes = {k.casefold(): v for k, v in (descriptions or {}).items()}
         key = json.dumps(
-            [_FORMAT, schema.fingerprint, sorted(notes.items()), values_per_column]
+            [_FORMAT, schema.fingerprint, sorted(notes.items()), values_per_column, value_budget]
         ).encode()
         folder = None
         if cache is not None:
-            digest = hashlib.sha256(key).hexdigest()[:16]
-            folder = cache / "grounding" / embedder.fingerprint / digest
+            folder = (
+                cache / "grounding" / embedder.fingerprint / hashlib.sha256(key).hexdigest()[:16]
+            )
             stored = folder / "items.json"
-            if stored.is_file() and not rebuild:
+            if stored.is_file() and (folder / "values.sqlite").is_file() and not rebuild:
                 items = [SchemaItem.model_validate(i) for i in json.loads(stored.read_text())]
-                vectors, embedded = embed_cached(
-                    [i.document() for i in items], embedder, folder / "vectors.npz"
-                )
-                built = cls(path, schema, items, vectors, embedder)
-                built.embedded = embedded
-                return built
+                values = ValueIndex.open(folder / "values.sqlite")
+                return cls._embedded(path, schema, items, embedder, folder, values, synonyms)
 
-        items = _items(schema, read_values(path, schema, values_per_column), notes)
-        store = folder / "vectors.npz" if folder is not None else None
-        vectors, embedded = embed_cached([i.document() for i in items], embedder, store)
+        joins = infer_joins(path, schema)
+        items = _items(schema, joins, read_values(path, schema, values_per_column), notes)
+        target = folder / "values.sqlite" if folder is not None else None
+        values = ValueIndex.build(all_values(path, schema, value_budget), target)
+        built = cls._embedded(path, schema, items, embedder, folder, values, synonyms)
         if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
             text = json.dumps([i.model_dump(exclude_defaults=True) for i in items])
             write_atomic(folder / "items.json", lambda f: f.write(text.encode()))
-        built = cls(path, schema, items, vectors, embedder)
+        log.info(
+            "schema index built",
+            database=str(path),
+            items=len(items),
+            embedded=built.embedded,
+            values=len(values),
+            inferred_joins=len(joins),
+        )
+        return built
+
+    @classmethod
+    def _embedded(
+        cls,
+        path: Path,
+        schema: Schema,
+        items: list[SchemaItem],
+        embedder: Embedder,
+        folder: Path | None,
+        values: ValueIndex,
+        synonyms: Synonyms | None,
+    ) -> SchemaIndex:
+        """The index of these items, their vectors taken from `folder` or embedded (and kept
+        there)."""
+        store = folder / "vectors.npz" if folder is not None else None
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        vectors, embedded = embed_cached([i.document() for i in items], embedder, store)
+        built = cls(path, schema, items, vectors, embedder, values, synonyms)
         built.embedded = embedded
-        log.info("schema index built", database=str(path), items=len(items), embedded=embedded)
         return built
 
     @classmethod
@@ -426,7 +680,9 @@ class SchemaIndex:
         cache: Path | None,
         *,
         descriptions: Mapping[str, str] | None = None,
+        synonyms: Synonyms | None = None,
         values_per_column: int = 200,
+        value_budget: int = VALUE_BUDGET,
         rebuild: bool = False,
     ) -> SchemaIndex:
         """`build` in a worker thread."""
@@ -436,7 +692,9 @@ class SchemaIndex:
                 embedder,
                 cache,
                 descriptions=descriptions,
+                synonyms=synonyms,
                 values_per_column=values_per_column,
+                value_budget=value_budget,
                 rebuild=rebuild,
             )
         )
@@ -494,20 +752,15 @@ class SchemaIndex:
     ) -> Grounding:
         """`ground` with the texts already embedded (one row of `vectors` per text, each text
         weighted by its `weights` entry)."""
-        score, literal, anchors = self._direct_scores(texts, vectors, weights)
-        table_score = self._lift(score, literal, anchors)
+        score, value_score, literal, anchors = self._direct_scores(texts, vectors, weights)
+        table_score = self._lift(score, value_score, literal, anchors)
         chosen, bridges = self._choose_tables(table_score, anchors, tables)
-        picked_columns, join_set = self._choose_columns(
+        picked_columns, join_set = self._shared_columns(
             chosen, anchors, bridges, table_score, score, columns
         )
-        chosen_set = set(chosen)
         value_rank = sorted(
-            (
-                i
-                for i in score
-                if i >= self._ranges["value"].start and self.items[i].table in chosen_set
-            ),
-            key=lambda i: (i not in literal, -score[i]),
+            (hit for hit in value_score if hit[0] in chosen),
+            key=lambda hit: (hit not in literal, -value_score[hit]),
         )[:values]
         return Grounding(
             question=question,
@@ -519,6 +772,7 @@ class SchemaIndex:
                     type=self.items[i].type or "",
                     primary_key=self.items[i].primary_key,
                     references=self.items[i].references,
+                    inferred=self.items[i].inferred,
                     join=i in join_set,
                     score=round(score.get(i, 0.0), 4),
                 )
@@ -526,50 +780,151 @@ class SchemaIndex:
             ],
             values=[
                 GroundedValue(
-                    table=self.items[i].table,
-                    column=self.items[i].column or "",
-                    value=self.items[i].value or "",
-                    literal=i in literal,
-                    score=round(score[i], 4),
+                    table=table,
+                    column=column,
+                    value=value,
+                    literal=(table, column, value) in literal,
+                    score=round(value_score[(table, column, value)], 4),
                 )
-                for i in value_rank
+                for table, column, value in value_rank
             ],
         )
 
     def _direct_scores(
         self, texts: Sequence[str], vectors: npt.NDArray[np.float32], weights: Sequence[float]
-    ) -> tuple[dict[int, float], set[int], set[str]]:
-        """Each item's own score (similar, a literal value, or named), the items whose value
-        the dialogue holds literally, and the tables it names or names a value of."""
-        score = self._similarities(vectors, weights)
-        literal: set[int] = set()
+    ) -> tuple[dict[int, float], dict[ValueHit, float], set[ValueHit], set[str]]:
+        """Each table's and column's own score (similar, named), each value's (similar, found
+        word for word or by FTS5, or a synonym's), the values the dialogue holds literally, and
+        the tables it names or names a value of."""
+        similar = self._similarities(vectors, weights)
+        first_value = self._ranges["value"].start
+        score = {i: s for i, s in similar.items() if i < first_value}
+        value_score = {_hit(self.items[i]): s for i, s in similar.items() if i >= first_value}
+        literal: set[ValueHit] = set()
         anchors: set[str] = set()  # the tables the dialogue names, or names a value of
         for text, weight in zip(texts, weights, strict=True):
-            for i in self._literal_matches(text):
-                literal.add(i)
-                score[i] = max(score.get(i, 0.0), LITERAL_SCORE * weight)
-            said = {_stem(w) for w in normalize_value(text).split()}
-            for i, named in self._names:
-                if named <= said:
-                    anchors.add(self.items[i].table)
-                    score[i] = max(score.get(i, 0.0), NAMED_SCORE * weight)
+            said = stems(text)
+            for hit, found in self._value_matches(text, said).items():
+                if found == 1.0:
+                    literal.add(hit)
+                value_score[hit] = max(value_score.get(hit, 0.0), found * weight)
+            present = self._name_words(said)
+            for i, named, distinct in self._names:
+                if named <= present:
+                    if self.items[i].kind == "table" or distinct == 1.0:
+                        anchors.add(self.items[i].table)
+                    named_score = NAMED_SCORE * (1.0 if self.items[i].kind == "table" else distinct)
+                    score[i] = max(score.get(i, 0.0), named_score * weight)
+            for synonym in self._synonyms:
+                if _contains(said, synonym.words):
+                    for i in synonym.items:
+                        anchors.add(self.items[i].table)
+                        score[i] = max(score.get(i, 0.0), NAMED_SCORE * weight)
+                    for hit in synonym.values:
+                        literal.add(hit)
+                        value_score[hit] = max(value_score.get(hit, 0.0), LITERAL_SCORE * weight)
         anchors |= self._value_anchors(literal, anchors)
-        return score, literal, anchors
+        for hit in self._coded_values(literal):
+            literal.add(hit)
+            value_score[hit] = max(value_score.get(hit, 0.0), CODE_SCORE)
+        return score, value_score, literal, anchors
+
+    def _coded_values(self, literal: Collection[ValueHit]) -> set[ValueHit]:
+        """The codes of the rows the literal values name, where other tables hold the code
+        ("Switzerland" is `countries.country_name`; its `country_id` 'CH' is what
+        `locations.country_id` compares with): the row's text primary key, and the same value
+        in every column that references it."""
+        wanted = [(t, c, v) for t, c, v in literal if t in self._codes and c != self._codes[t]]
+        if not wanted:
+            return set()
+        found: set[ValueHit] = set()
+        with connect_readonly(self.path) as connection:
+            for table, column, value in wanted:
+                key = self._codes[table]
+                rows = connection.execute(
+                    f"SELECT DISTINCT {quote_identifier(key)} FROM {quote_identifier(table)} "
+                    f"WHERE trim({quote_identifier(column)}) = ? LIMIT 3",
+                    (value,),
+                ).fetchall()
+                for (code,) in rows:
+                    if isinstance(code, str):
+                        found.add((table, key, code))
+                        found.update(
+                            (j.table, j.column, code)
+                            for j in self.joins
+                            if (j.ref_table, j.ref_column) == (table, key)
+                        )
+        return found
+
+    def _name_words(self, said: Sequence[str]) -> set[str]:
+        """The stems said, and the words of table names that extend one of at least four
+        letters by a suffix Porter's rules keep ("shipped" → ship → `shipments`, "rent" →
+        `rental`); not of column names, where "member" would name `membership`."""
+        present = set(said)
+        for word in said:
+            if len(word) >= 4:
+                present.update(self._vocabulary.get(word, ()))
+        return present
+
+    def _value_matches(self, text: str, said: Sequence[str]) -> dict[ValueHit, float]:
+        """The values the text holds: each run of its words that is a value's words (stemmed),
+        `LITERAL_SCORE`; values FTS5 finds holding some of its words, `PARTIAL_SCORE` times
+        the share of their words it says."""
+        raw = set(words_of(text))
+        runs: dict[str, list[range]] = defaultdict(list)
+        for size in range(1, self.values.longest + 1):
+            for start in range(len(said) - size + 1):
+                runs[" ".join(said[start : start + size])].append(range(start, start + size))
+        keys = [k for k in runs if len(k) > 1 and k not in _STOP_STEMS]
+        hits = self.values.literal(keys)
+        spans = [runs[key] for _, key in hits]
+        found: dict[ValueHit, float] = {}
+        for hit, key in hits:
+            # Within a longer value said ("EAGLES ORANGE"), a shorter one ('Orange', a city)
+            # was not said: it only holds some of the words.
+            inside = all(
+                any(len(o) > len(r) and r.start in o and r[-1] in o for s in spans for o in s)
+                for r in runs[key]
+            )
+            found[hit] = (
+                PARTIAL_SCORE if inside or not _said_as(hit[2], key, raw) else LITERAL_SCORE
+            )
+        # A code of one or two letters is said as it is written: "US", not "us"; "id" is not
+        # Indonesia's 'ID'.
+        for hit in [h for h in found if len(h[2]) <= 2 and not h[2].isdigit()]:
+            if not re.search(rf"(?<!\w){re.escape(hit[2])}(?!\w)", text):
+                del found[hit]
+        present = set(said)
+        content = [
+            w
+            for w, s in zip(words_of(text), said, strict=True)
+            if s not in _STOP_STEMS and len(s) > 2
+        ]
+        for hit, key in self.values.search(content, PARTIAL_CANDIDATES):
+            if hit not in found:
+                words_ = key.split()
+                share = sum(w in present for w in words_) / max(1, len(words_))
+                found[hit] = PARTIAL_SCORE * share
+        return found
 
     def _lift(
-        self, score: dict[int, float], literal: set[int], anchors: set[str]
+        self,
+        score: dict[int, float],
+        value_score: Mapping[ValueHit, float],
+        literal: set[ValueHit],
+        anchors: set[str],
     ) -> dict[str, float]:
         """Scores upward: a value lifts its column (in `score`), a column its table; the
         tables' scores."""
-        for i in range(self._ranges["value"].start, len(self.items)):
-            if i in score:
-                item = self.items[i]
-                column = self._position[("column", item.table, item.column or "")]
-                # A value the other anchors place in another table is weak evidence for this
-                # one: "Turin" of a customer, when the question is about a store's staff.
-                sure = i in literal and item.table in anchors
-                share = VALUE_TO_COLUMN if sure else SIMILAR_VALUE_TO_COLUMN
-                score[column] = max(score.get(column, 0.0), share * score[i])
+        for hit, found in value_score.items():
+            column = self._position.get(("column", hit[0], hit[1]))
+            if column is None:
+                continue
+            # A value the other anchors place in another table is weak evidence for this
+            # one: "Turin" of a customer, when the question is about a store's staff.
+            sure = hit in literal and hit[0] in anchors
+            share = VALUE_TO_COLUMN if sure else SIMILAR_VALUE_TO_COLUMN
+            score[column] = max(score.get(column, 0.0), share * found)
         table_score: dict[str, float] = {}
         for i in range(self._ranges["table"].start, self._ranges["table"].stop):
             table_score[self.items[i].table] = score.get(i, 0.0)
@@ -579,14 +934,16 @@ class SchemaIndex:
             table_score[name] = max(table_score.get(name, 0.0), lifted)
         return table_score
 
-    def _value_anchors(self, literal: set[int], named: set[str]) -> set[str]:
+    def _value_anchors(self, literal: set[ValueHit], named: set[str]) -> set[str]:
         """The tables of the values found word for word. A value held by several tables
         ("Turin": a store's city, a customer's city) anchors only those of them nearest (in
         joins) to the other anchors, when there are any: in "the stock clerks in Turin", a
-        clerk is an employee, who works in a store."""
+        clerk is an employee, who works in a store. A number of up to four digits anchors
+        nothing: "in 2023" is as likely a date's year as a model year stored as text."""
         holders: dict[str, set[str]] = defaultdict(set)
-        for i in literal:
-            holders[normalize_value(self.items[i].value or "")].add(self.items[i].table)
+        for table, _, value in literal:
+            if not _YEAR_OR_SMALL.match(value):
+                holders[normalize_value(value)].add(table)
         sure = named.union(*(t for t in holders.values() if len(t) == 1))
         anchors = set(sure)
         for tables in holders.values():
@@ -672,7 +1029,7 @@ class SchemaIndex:
             return 0
         return self._routes[a][table] * self._routes[table][b]
 
-    def _choose_columns(
+    def _shared_columns(
         self,
         chosen: Mapping[str, float],
         anchors: set[str],
@@ -682,7 +1039,52 @@ class SchemaIndex:
         budget: int,
     ) -> tuple[list[int], set[int]]:
         """At most `budget` columns of the chosen tables, join columns first, and which of them
-        are join columns. Taken in this order, each only when it fits whole:
+        are join columns. The first `FIRST_TABLES` chosen tables come first at each step, the
+        others after them: their needed columns (`_needed_columns`), then the needed columns
+        of all, then the other columns of the first tables' core (anchors and bridges), of
+        the first tables, of the core of all, of all, by score (their own plus a share of
+        their table's). A column of a table not joined yet comes with the keys of the shortest
+        join path to it, or not at all, so the keys of a table only similar to the question
+        never crowd out the columns of the tables the question is about ("stock clerks in
+        Turin": not a customer's city). Last, the other keys between grounded tables (a
+        second route between them)."""
+        first = dict(list(chosen.items())[:FIRST_TABLES])
+        groups = [chosen]
+        if len(chosen) > len(first) and self._joined(first, _core(first, anchors, bridges)):
+            groups = [first, chosen]
+        picking = _Picking(budget, self.items)
+        cores = [
+            self._needed_columns(
+                group, anchors, bridges & group.keys(), table_score, score, picking
+            )
+            for group in groups
+        ]
+        worth = self._column_worth(chosen, table_score, score)
+        for core, group in zip(cores, groups, strict=True):
+            ranked = sorted(
+                (i for i in worth if self.items[i].table in group),
+                key=lambda i: -worth[i] - CORE_BONUS * (self.items[i].table in core),
+            )
+            for i in ranked:
+                if len(picking.picked) == picking.budget:
+                    break
+                path = self._join_path(self.items[i].table, picking.grounded, group)
+                picking.take(path, i, self._partner.get(i))
+        for path in self._keys_between(picking.grounded):
+            picking.take(path)
+        return sorted(picking.picked, key=lambda i: i not in picking.joins), picking.joins
+
+    def _needed_columns(
+        self,
+        chosen: Mapping[str, float],
+        anchors: set[str],
+        bridges: set[str],
+        table_score: Mapping[str, float],
+        score: Mapping[int, float],
+        picking: _Picking,
+    ) -> list[str]:
+        """The columns a query on the chosen tables needs, into `picking`, each only when it
+        fits whole; the core tables. In this order:
 
         1. the core: the chosen anchors and bridges, or the best table when there is no anchor.
            The keys of shortest join paths (through chosen tables) that connect the core, and
@@ -691,53 +1093,41 @@ class SchemaIndex:
            shortest route between two anchors crosses, when it has none yet: the question
            names an anchor for something, and the bridge of a many-to-many question usually
            holds what is counted or summed (the quantity of a sale); a bridge on one of
-           several equally short routes may be the route the query does not take;
-        3. the other columns of the core by score (their own plus a share of their table's),
-           then those of the other chosen tables; a column of a table not joined yet comes
-           with the keys of the shortest join path to it, or not at all, so the keys of a
-           table only similar to the question never crowd out the columns of the tables the
-           question is about ("stock clerks in Turin": not a customer's city);
-        4. the other keys between grounded tables (a second route between them).
+           several equally short routes may be the route the query does not take.
         """
-        picked: dict[int, None] = {}
-        joins: set[int] = set()
-        grounded: set[str] = set()
-
-        def take(path: list[int], column: int | None = None) -> None:
-            new = [c for c in dict.fromkeys([*path, column]) if c is not None and c not in picked]
-            if len(picked) + len(new) <= budget:
-                picked.update(dict.fromkeys(new))
-                joins.update(path)
-                grounded.update(self.items[c].table for c in new)
-
-        core = [t for t in chosen if t in anchors | bridges] or list(chosen)[:1]
+        take, grounded = picking.take, picking.grounded
+        core = _core(chosen, anchors, bridges)
         for table in core:
             take(self._join_path(table, grounded, chosen))
             grounded.add(table)
         for path in self._keys_between(core):
             take(path)
-
         worth = self._column_worth(chosen, table_score, score)
         for table in self._counted_tables(core, chosen, anchors, bridges):
-            own = [i for i in worth if self.items[i].table == table and _holds_data(self.items[i])]
-            if own and not picked.keys() & own:
-                take(self._join_path(table, grounded, chosen), max(own, key=worth.__getitem__))
+            own = [
+                i for i in worth if self.items[i].table == table and self._holds_data(self.items[i])
+            ]
+            if own and not picking.picked.keys() & own:
+                best = max(own, key=worth.__getitem__)
+                take(self._join_path(table, grounded, chosen), best, self._partner.get(best))
+        for table in [t for t in core if t in anchors]:
+            label = self._label.get(table)
+            if label is not None and label not in picking.picked:
+                take(self._join_path(table, grounded, chosen), label, self._partner.get(label))
+        return core
 
-        ranked = sorted(worth, key=lambda i: -worth[i])
-        for i in [i for i in ranked if self.items[i].table in core] + ranked:
-            if len(picked) == budget:
-                break
-            take(self._join_path(self.items[i].table, grounded, chosen), i)
-
-        for path in self._keys_between(grounded):
-            take(path)
-        return sorted(picked, key=lambda i: i not in joins), joins
+    def _joined(self, tables: Collection[str], core: Collection[str]) -> bool:
+        """Whether the `core` tables join through `tables` alone: when they do not, the tables
+        chosen after them are needed to join them (the bridge of a many-to-many question), and
+        do not wait for the others' columns."""
+        component = _components(tables, self._neighbours)
+        return len({component[t] for t in core}) <= 1
 
     def _keys_between(self, tables: Collection[str]) -> list[list[int]]:
         """The columns of each foreign key between two of `tables`."""
         return [
             self._key_columns(key)
-            for key in self.schema.foreign_keys
+            for key in self.joins
             if key.table in tables and key.ref_table in tables
         ]
 
@@ -795,7 +1185,7 @@ class SchemaIndex:
         table = end
         while came_from[table] != table:
             previous = came_from[table]
-            for key in self.schema.foreign_keys:
+            for key in self.joins:
                 if {key.table, key.ref_table} == {table, previous}:
                     columns += self._key_columns(key)
             table = previous
@@ -846,64 +1236,10 @@ class SchemaIndex:
                         best[i] = max(best.get(i, 0.0), weight * float(s))
         return best
 
-    def _literal_matches(self, text: str) -> set[int]:
-        """Value items whose words occur, in order and whole, in `text` (the last word of a
-        value may be in the plural: "yoga mats" finds "Yoga Mat")."""
-        tokens = normalize_value(text).split()
-        found: set[int] = set()
-        for size in range(1, self._longest + 1):
-            for start in range(len(tokens) - size + 1):
-                words = tokens[start : start + size]
-                found.update(self._literal.get(" ".join(words), ()))
-                singular = " ".join([*words[:-1], _singular(words[-1])])
-                found.update(self._literal.get(singular, ()))
-        return found
 
-
-def _stem(word: str) -> str:
-    """A crude stem, enough to match the words of a name with those of a question: the same
-    for admitted and admit, borrowed and borrow, diagnoses and diagnosis, courses and course."""
-    if len(word) <= 3:
-        return word
-    for suffix, replacement in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + replacement
-            break
-    if word[-1] == word[-2] and word[-1] not in "aeiouls":
-        word = word[:-1]
-    return word
-
-
-_SUFFIXES = (
-    ("ies", "y"),
-    ("ied", "y"),
-    ("ing", ""),
-    ("ed", ""),
-    ("es", ""),
-    ("is", ""),
-    ("ss", "ss"),
-    ("s", ""),
-    ("e", ""),
-)
-"""Endings and what replaces them, tried in order; the first that fits is replaced (a word in
--ss is left as it is, not taken for a plural)."""
-
-
-def _singular(word: str) -> str:
-    """A crude singular, enough to compare names and values with questions: mats → mat,
-    categories → category, boxes → box; short words and words in -ss are left alone."""
-    if len(word) <= 3 or word.endswith("ss"):
-        return word
-    if word.endswith("ies"):
-        return word[:-3] + "y"
-    if word.endswith(("ches", "shes", "xes", "sses")):
-        return word[:-2]
-    return word[:-1] if word.endswith("s") else word
-
-
-def _holds_data(item: SchemaItem) -> bool:
-    """Whether a column holds data of its own, not a key (an id, a reference)."""
-    return not (item.primary_key or item.references)
+def _core(chosen: Mapping[str, float], anchors: set[str], bridges: set[str]) -> list[str]:
+    """The chosen anchors and bridges, or the best chosen table when there is none."""
+    return [t for t in chosen if t in anchors | bridges] or list(chosen)[:1]
 
 
 def _components(tables: Iterable[str], neighbours: Mapping[str, set[str]]) -> dict[str, int]:
@@ -931,9 +1267,12 @@ def _key(item: SchemaItem) -> tuple[str, ...]:
 
 
 def _items(
-    schema: Schema, values: Mapping[tuple[str, str], list[str]], notes: Mapping[str, str]
+    schema: Schema,
+    inferred: Sequence[ForeignKey],
+    values: Mapping[tuple[str, str], list[str]],
+    notes: Mapping[str, str],
 ) -> list[SchemaItem]:
-    references = {(k.table, k.column): f"{k.ref_table}.{k.ref_column}" for k in schema.foreign_keys}
+    references = {(k.table, k.column): k for k in [*schema.foreign_keys, *inferred]}
     tables = [
         SchemaItem(kind="table", table=t.name, description=notes.get(t.name.casefold()))
         for t in schema.tables
@@ -945,7 +1284,8 @@ def _items(
             column=c.name,
             type=c.type,
             primary_key=c.primary_key,
-            references=references.get((t.name, c.name)),
+            references=_reference(references.get((t.name, c.name))),
+            inferred=bool((key := references.get((t.name, c.name))) and key.inferred),
             description=notes.get(f"{t.name}.{c.name}".casefold()),
         )
         for t in schema.tables
@@ -962,3 +1302,70 @@ def _items(
 
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _reference(key: ForeignKey | None) -> str | None:
+    return f"{key.ref_table}.{key.ref_column}" if key else None
+
+
+def _inferred_joins(items: Iterable[SchemaItem]) -> list[ForeignKey]:
+    """The inferred joins the column items carry."""
+    found = []
+    for item in items:
+        if item.inferred and item.references and item.column:
+            ref_table, _, ref_column = item.references.partition(".")
+            found.append(
+                ForeignKey(
+                    table=item.table,
+                    column=item.column,
+                    ref_table=ref_table,
+                    ref_column=ref_column,
+                    inferred=True,
+                )
+            )
+    return found
+
+
+def _ranges(
+    items: Sequence[SchemaItem], vectors: npt.NDArray[np.float32], dimension: int
+) -> dict[str, _Range]:
+    """The run of each kind of item in `items`, with the FAISS index of its vectors."""
+    import faiss
+
+    ranges: dict[str, _Range] = {}
+    start = 0
+    for kind in ("table", "column", "value"):
+        stop = start
+        while stop < len(items) and items[stop].kind == kind:
+            stop += 1
+        index = faiss.IndexFlatIP(dimension)
+        if stop > start:
+            index.add(vectors[start:stop])
+        ranges[kind] = _Range(start, stop, index)
+        start = stop
+    if start != len(items):
+        msg = "items must be ordered tables, then columns, then values"
+        raise ValueError(msg)
+    return ranges
+
+
+def _hit(item: SchemaItem) -> ValueHit:
+    return (item.table, item.column or "", item.value or "")
+
+
+def _said_as(value: str, key: str, raw: Collection[str]) -> bool:
+    """Whether a value of one word is said as it is, or in the plural: the stem of
+    'Purchasing' and 'orderable' is that of "purchase" and "orders", but neither is said."""
+    if " " in key:
+        return True
+    word = normalize_value(value)
+    plurals = {word, word + "s", word + "es", word[:-1] + "ies"}
+    return bool(plurals & set(raw))
+
+
+def _contains(said: Sequence[str], phrase: Sequence[str]) -> bool:
+    """Whether the words `phrase` occur in `said`, in order and together."""
+    size = len(phrase)
+    return bool(size) and any(
+        tuple(said[i : i + size]) == tuple(phrase) for i in range(len(said) - size + 1)
+    )

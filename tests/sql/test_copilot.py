@@ -83,6 +83,19 @@ class TestTools:
         assert out["examples"][0].startswith("Question: Who sold the most units?")
         assert len(out["examples"]) == 3
 
+    def test_the_configured_synonyms_file_is_applied(
+        self, workspace: Workspace, shared_shop: Path, tmp_path: Path
+    ) -> None:
+        """`synonyms:` in copilot.yaml names a file beside it: "desk light" is 'Desk Lamp'."""
+        (tmp_path / "synonyms.yaml").write_text("desk light: products.name=Desk Lamp\n")
+        config = tmp_path / "copilot.yaml"
+        config.write_text(f"database: {shared_shop}\nsynonyms: synonyms.yaml\n")
+        module = sys.modules[workspace.tools["run_sql"].fn.__module__]
+        copilot = module.Copilot.from_config(config)
+        grounding = copilot.index.ground("How many desk lights were sold?")
+        assert grounding.contains(values=["products.name=Desk Lamp"])
+        assert grounding.values[0].literal
+
     def test_run_sql_summarises_within_bounds_and_keeps_the_table(
         self, workspace: Workspace, copilot: Any, tmp_path: Path
     ) -> None:

@@ -1,10 +1,11 @@
 """The database copilot's tools: ground a question in the schema, run guarded SQL.
 
-The database, the guard's policy and the grounding budget are in the workspace's
-`copilot.yaml` (`AGENTRT_COPILOT_DATABASE` overrides the database). An application may instead
-put a ready `Copilot` in the session's artifacts under "copilot". Query results are kept as
-pandas DataFrames in the run's artifacts, by name, so the chart tools (`charts.py`) can draw
-them; the model gets a bounded summary of each result, never all its rows.
+The database, the guard's policy, the grounding budget and the database's synonyms file
+(beside it, see `agentrt.sql.grounding.load_synonyms`) are in the workspace's `copilot.yaml`
+(`AGENTRT_COPILOT_DATABASE` overrides the database). An application may instead put a ready
+`Copilot` in the session's artifacts under "copilot". Query results are kept as pandas
+DataFrames in the run's artifacts, by name, so the chart tools (`charts.py`) can draw them; the
+model gets a bounded summary of each result, never all its rows.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from agentrt import ToolContext, ToolError, tool
 from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.sql.examples import ExampleSelector, load_examples
-from agentrt.sql.grounding import SchemaIndex
+from agentrt.sql.grounding import SchemaIndex, load_synonyms
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 from agentrt.vectors.embedder import load_embedder
 
@@ -48,7 +49,15 @@ class Copilot:
         policy = load_yaml_model(path, GuardPolicy, data=config.get("policy", {}), where="policy")
         return cls(
             guard=SqlGuard(database, policy),
-            index=SchemaIndex.build(database, embedder, cache, descriptions=config.get("notes")),
+            index=SchemaIndex.build(
+                database,
+                embedder,
+                cache,
+                descriptions=config.get("notes"),
+                synonyms=load_synonyms(path.parent / config["synonyms"])
+                if config.get("synonyms")
+                else None,
+            ),
             examples=ExampleSelector.build(load_examples(WORKSPACE / "examples"), embedder, cache),
             budget=(
                 grounding.get("tables", 3),
