@@ -133,7 +133,8 @@ class TestHybridIndex:
         index = await ToolIndex.abuild(Workspace(TEST_WORKSPACE).registry, embedder, None)
         serving = await index.query(["read page 2 of the manual"], 3)
         none = await index.query(["compose a sonnet about autumn leaves in Portuguese"], 3)
-        assert serving.fit is not None and none.fit is not None
+        assert serving.fit is not None
+        assert none.fit is not None
         assert 0.0 <= none.fit < serving.fit <= 1.0
 
 
@@ -171,12 +172,16 @@ class TestNoToolFits:
         event, prompt = await self.narrowed(
             agent, "compose a sonnet about autumn leaves in Portuguese"
         )
-        assert event.no_fit and event.fit is not None and event.fit < 0.3
+        assert event.no_fit
+        assert event.fit is not None
+        assert event.fit < 0.3
         assert {t.source for t in event.tools} == {"builtin", "template"}
         assert "NO TOOL FITS" in prompt
 
     async def test_a_request_a_tool_serves_gets_it(self, agent: Agent) -> None:
         event, prompt = await self.narrowed(agent, "Read page 2 of the manual")
-        assert not event.no_fit and event.fit is not None and event.fit >= 0.3
+        assert not event.no_fit
+        assert event.fit is not None
+        assert event.fit >= 0.3
         assert "read_page" in {t.name for t in event.tools if t.source == "retrieved"}
         assert "NO TOOL FITS" not in prompt
