@@ -9,19 +9,22 @@ requests, short commands, multi-intent requests, requests no tool serves), not t
   (IDF-weighted words) that the catalog's vocabulary knows. A request in the catalog's own
   words leans on BM25 (it keeps the verb, the key noun, the brand); a paraphrase whose words no
   tool uses leans on the embedding, and BM25's chance matches on its filler words weigh little.
-  Reciprocal-rank fusion and a fixed 50/50 blend both lost to it on every style.
+  Neither reciprocal-rank fusion nor a fixed 50/50 blend beat it on any style (all@5).
 - **Multi-intent.** A query is split into clauses; each clause, and the whole query, retrieves,
   and the rankings are merged round-robin by rank (clauses first), so a minor request keeps
   its best tool instead of losing it to the main request's third and fourth.
-- **Fit.** The mean of the best tool's cosine similarity and the IDF-weighted share of the
-  query's words its document holds: it separates requests some tool serves from those none
-  does better than the cosine alone.
+- **Fit.** The whole query's best dense cosine, scaled by half plus half the IDF-weighted
+  share of the query's words that tool's document holds. On the labelled set with half its
+  domains removed it tells served queries from unserved ones better than the cosine alone
+  (AUROC 0.785 against 0.761); on the docstring set's tuning half the two are level (0.974
+  against 0.978: the cosine alone is near perfect there).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
 
 __all__ = ["fit", "fuse", "round_robin", "split_intents"]
 
@@ -32,6 +35,9 @@ _CLAUSE = re.compile(
     r";|(?<=[.!?])\s+|,\s*and\b|\b(?:and\s+)?then\b|\balso\b|\bplus\b", re.IGNORECASE
 )
 _WORD = re.compile(r"\w")
+
+K = TypeVar("K", bound=Hashable)
+"""What a ranking ranks: a row of the index (or, in the benchmark, a tool's name)."""
 
 
 def split_intents(text: str) -> list[str]:
@@ -44,7 +50,7 @@ def split_intents(text: str) -> list[str]:
     return [*parts, text]
 
 
-def _normalised(ranked: Sequence[tuple[int, float]]) -> dict[int, float]:
+def _normalised(ranked: Sequence[tuple[K, float]]) -> dict[K, float]:
     """Scores min-max scaled to [0, 1] over the ranking's own candidates."""
     if not ranked:
         return {}
@@ -54,8 +60,8 @@ def _normalised(ranked: Sequence[tuple[int, float]]) -> dict[int, float]:
 
 
 def fuse(
-    dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]], coverage: float
-) -> list[tuple[int, float]]:
+    dense: Sequence[tuple[K, float]], lexical: Sequence[tuple[K, float]], coverage: float
+) -> list[tuple[K, float]]:
     """One ranking from a dense and a lexical one (rows with scores, best first): normalised
     dense score + `coverage` × normalised BM25 score, over 1 + `coverage` to stay within
     [0, 1]. Best first."""
@@ -65,13 +71,17 @@ def fuse(
         row: (d.get(row, 0.0) + coverage * lex.get(row, 0.0)) / weight
         for row in d.keys() | lex.keys()
     }
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    # Ties keep the dense order (then the lexical one): deterministic whatever the keys.
+    order: dict[K, int] = {}
+    for key in [*d, *lex]:
+        order.setdefault(key, len(order))
+    return sorted(fused.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
-def round_robin(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, float]]:
+def round_robin(rankings: Sequence[Sequence[tuple[K, float]]]) -> list[tuple[K, float]]:
     """The rankings merged by rank: every ranking's first, then every one's second, …; a row
     already taken is skipped. Each row keeps the score of its first appearance."""
-    merged: dict[int, float] = {}
+    merged: dict[K, float] = {}
     for rank in range(max((len(r) for r in rankings), default=0)):
         for ranking in rankings:
             if rank < len(ranking):
@@ -81,6 +91,9 @@ def round_robin(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[i
 
 
 def fit(cosine: float, term_share: float) -> float:
-    """How sure retrieval is that some tool serves the query, in [0, 1]: the mean of the best
-    tool's cosine similarity (clipped at 0) and the share of the query's words it holds."""
-    return (min(max(cosine, 0.0), 1.0) + min(max(term_share, 0.0), 1.0)) / 2
+    """How sure retrieval is that some tool serves the query, in [0, 1]: the best tool's cosine
+    similarity (clipped to [0, 1]), scaled by half plus half the share of the query's words its
+    metadata holds. A paraphrase keeps at least half its cosine; a query whose key words no
+    tool has loses up to half."""
+    share = min(max(term_share, 0.0), 1.0)
+    return min(max(cosine, 0.0), 1.0) * (0.5 + 0.5 * share)

@@ -143,19 +143,16 @@ class ToolIndex:
         near-duplicates collapse into the best of them."""
         if not self.names or k <= 0 or not parts:
             return Retrieval()
-        rankings, fits = [], []
-        vectors = vectors.reshape(-1, self.embedder.dimension)
-        for part, vector, dense in zip(parts, vectors, self._dense(vectors, DEPTH), strict=True):
+        rankings = []
+        denses = self._dense(vectors.reshape(-1, self.embedder.dimension), DEPTH)
+        for part, dense in zip(parts, denses, strict=True):
             lexical = self.lexical.search(part, DEPTH)
-            fused = fuse(dense, lexical.ranked, lexical.coverage)
-            rankings.append(fused)
-            if fused:
-                best = fused[0][0]
-                cosine = float(self._index.reconstruct(best) @ vector)
-                fits.append(fit(cosine, self.lexical.term_share(part, best)))
-        # Clauses first, the whole query last: a clause's best tool outranks the third best
-        # of the whole.
-        return self._collapse(round_robin(rankings), k, max(fits, default=0.0))
+            rankings.append(fuse(dense, lexical.ranked, lexical.coverage))
+        # The fit is the whole query's (the last part): a clause alone ("plot it") fits
+        # something more easily than the request it is part of.
+        whole, dense = parts[-1], denses[-1]
+        fitness = fit(dense[0][1], self.lexical.term_share(whole, dense[0][0])) if dense else 0.0
+        return self._collapse(round_robin(rankings), k, fitness)
 
     async def query(self, texts: Sequence[str], k: int) -> Retrieval:
         """Embed the parts of `texts` as queries (in one batch, in a worker thread) and `rank`."""
