@@ -75,14 +75,21 @@ class LexicalIndex:
         terms = query_terms(text)
         if not terms or k <= 0 or not self.size:
             return LexicalResult([], 0.0)
-        expression = " OR ".join(f'"{t}"' for t in terms)
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT rowid, -bm25(docs, {_NAME_WEIGHT}, {_TEXT_WEIGHT}) AS score FROM docs "
-                "WHERE docs MATCH ? ORDER BY score DESC LIMIT ?",
-                (expression, k),
-            ).fetchall()
             df = [self._document_frequency(t) for t in terms]
+            # A word in more than half the documents ("the", "a") has an IDF FTS5 clamps to
+            # nearly 0: it cannot change the order, but matching it would score most of the
+            # catalog (milliseconds at 3,000 tools).
+            telling = [t for t, d in zip(terms, df, strict=True) if 0 < d <= self.size / 2]
+            rows = (
+                self._db.execute(
+                    f"SELECT rowid, -bm25(docs, {_NAME_WEIGHT}, {_TEXT_WEIGHT}) AS score "
+                    "FROM docs WHERE docs MATCH ? ORDER BY score DESC LIMIT ?",
+                    (" OR ".join(f'"{t}"' for t in telling), k),
+                ).fetchall()
+                if telling
+                else []
+            )
         return LexicalResult([(int(r), float(s)) for r, s in rows], self._coverage(df))
 
     def term_share(self, text: str, row: int) -> float:

@@ -3,6 +3,7 @@ collapse and the "no tool fits" signal, on the packaged all-MiniLM-L6-v2 model."
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from agentrt.catalog.index import ToolIndex
 from agentrt.catalog.lexical import LexicalIndex, name_words
 from agentrt.catalog.metadata import CapabilityMap, Registry, ToolMetadata
 from agentrt.vectors.embedder import Embedder, load_embedder
-from tests.helpers import TEST_WORKSPACE, check_stream, finish, last
+from tests.helpers import ROOT, TEST_WORKSPACE, check_stream, finish, last, run_python
 
 pytest.importorskip("faiss", reason="needs the retrieval extra")
 
@@ -185,3 +186,17 @@ class TestNoToolFits:
         assert event.fit >= 0.12
         assert "read_page" in {t.name for t in event.tools if t.source == "retrieved"}
         assert "NO TOOL FITS" not in prompt
+
+
+def test_the_readme_snippet_runs_as_written(tmp_path: Path) -> None:
+    """The tool retrieval section's snippet, run in a folder holding the test workspace."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Offering the right tools", 1)[1]
+    found = re.search(r"^```python\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
+    assert found is not None
+    shutil.copytree(TEST_WORKSPACE, tmp_path / "tests" / "workspace")
+    (tmp_path / "snippet.py").write_text(found.group(1), encoding="utf-8")
+    done = run_python("snippet.py", cwd=tmp_path)
+    printed = "fit 0.08 [('finish', 'builtin'), ('echo', 'template'), ('crash', 'retrieved'), "
+    assert done.stdout.startswith(printed)
+    assert printed in " ".join(section.split("\n"))
