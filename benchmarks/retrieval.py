@@ -1,12 +1,27 @@
-"""Tool retrieval: recall@k on a labelled query set, and narrowing latency at 3,000 tools.
+"""Tool retrieval: recall@k per query style on two sets, and narrowing latency at 3,000 tools.
 
     .venv/bin/python benchmarks/retrieval.py            # the whole table (about a minute)
     .venv/bin/python benchmarks/retrieval.py --quick    # a quarter of the queries, 600 tools
     .venv/bin/python benchmarks/retrieval.py --detail   # also recall per domain, and the misses
     .venv/bin/python benchmarks/retrieval.py --slice 8 --catalog 40   # the smoke test's size
 
+    .venv/bin/python benchmarks/retrieval.py --heldout  # the docstring set's held-out half
+
 Everything goes through the project's own code: `load_embedder`, `ToolIndex.build`,
-`ToolIndex.search`, `await ToolIndex.query` and `narrow`.
+`ToolIndex.rank` (agentrt's hybrid retrieval), `ToolIndex.search` (dense alone),
+`ToolIndex.lexical_search` (BM25 alone), `await ToolIndex.query` and `narrow`.
+
+Query styles. Each rule of `RULES` ranks every query: dense and BM25 alone, reciprocal-rank
+fusion and a fixed 50/50 blend of the two (over the same split parts, merged the same way), and
+agentrt's hybrid. all@5 counts a query when every thing it asks for (each intent: any of its
+acceptable tools) is among the first 5, any@5 when one is; all@10 likewise; MRR@10 is of the
+first tool serving any intent. The labelled set gives `natural` (its queries) and `multi` (two of
+its queries of different domains joined by "and then", ";", ", also", ". Then" or "plus").
+The docstring set (data/retrieval_docstrings/, `--docstrings` for another folder) gives `short`,
+`natural`, `multi` and `none`: its tuning half by default, its held-out half with `--heldout`,
+run only for final numbers, never to choose a rule. The no-fit AUROC compares the bare top-1
+cosine with agentrt's `fit` at telling served queries from unservable ones: the docstring set's
+`none` queries, and for the labelled set its queries over a catalog without half its domains.
 
 Recall. data/retrieval/ holds a labelled catalog written for this benchmark (tools/*.yaml, one
 file per domain, with near-neighbours on purpose) and queries.yaml, each query with the one to
