@@ -762,25 +762,29 @@ def main() -> None:
     with console.status("loading the embedding model"):
         embedder = load_embedder()
     instruction = embedder.query_instruction
-    with console.status(f"recall on {len(labelled.tools)} labelled tools"):
-        vectors = embedder.encode([instruction + t for t in texts])
-        small = ToolIndex.build(
-            Registry(labelled.tools, labelled.capabilities), embedder, cache=None
-        )
-        labelled_recall = recall(dense_tops(small, vectors), queries)
-        labelled_hybrid = recall(hybrid_tops(Rankers(small, texts), queries), queries)
-    with console.status("query styles on the labelled set"):
-        subset = replace(labelled, queries=queries)
-        styled = styled_labelled(subset, pairs=max(4, len(queries) // 4), seed=args.seed)
-        fit_registry, fits = held_out_domains(subset, args.seed)
-        labelled_styles = compare_styles(
-            small,
-            styled,
-            ToolIndex.build(fit_registry, embedder, cache=None),
-            fits,
-            f"labelled set, {len(labelled.tools)} tools: natural queries, and multi-intent ones "
-            "made of two; no-fit: half the domains' tools removed, their queries served by none",
-        )
+    # The labelled tools are embedded once: the no-fit catalog (half of them) reads them from
+    # this cache.
+    with tempfile.TemporaryDirectory() as shared:
+        with console.status(f"recall on {len(labelled.tools)} labelled tools"):
+            vectors = embedder.encode([instruction + t for t in texts])
+            small = ToolIndex.build(
+                Registry(labelled.tools, labelled.capabilities), embedder, cache=Path(shared)
+            )
+            labelled_recall = recall(dense_tops(small, vectors), queries)
+            labelled_hybrid = recall(hybrid_tops(Rankers(small, texts), queries), queries)
+        with console.status("query styles on the labelled set"):
+            subset = replace(labelled, queries=queries)
+            styled = styled_labelled(subset, pairs=max(4, len(queries) // 4), seed=args.seed)
+            fit_registry, fits = held_out_domains(subset, args.seed)
+            labelled_styles = compare_styles(
+                small,
+                styled,
+                ToolIndex.build(fit_registry, embedder, cache=Path(shared)),
+                fits,
+                f"labelled set, {len(labelled.tools)} tools: natural queries, and multi-intent "
+                "ones made of two; no-fit: half the domains' tools removed, their queries served "
+                "by none",
+            )
     docstring_styles = None
     if (args.docstrings / "catalog.yaml").is_file():
         with console.status("query styles on the docstring set"):
