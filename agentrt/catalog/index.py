@@ -158,6 +158,8 @@ class ToolIndex:
         """Embed the parts of `texts` as queries (in one batch, in a worker thread) and `rank`."""
         instruction = self.embedder.query_instruction
         parts = self.parts(texts)
+        if not parts:
+            return Retrieval()
         vectors = await self.embedder.aencode([instruction + p for p in parts])
         return self.rank(parts, vectors, k)
 
@@ -216,16 +218,23 @@ def narrow(
     Template tools are always offered. Retrieved tools (best first) fill the rest up to the
     cap. Safety tools are added when missing, even past the cap by up to two; past that,
     retrieved tools go, the lowest-scoring first. Template and safety tools are never dropped.
-    A retrieved tool carries the near-duplicates it stands for (`duplicates`).
+    A retrieved tool carries the near-duplicates it stands for (`duplicates`); one standing for
+    a template or safety tool is not offered.
     """
     scores = dict(retrieved)
     chosen = {n: NarrowedTool(name=n, source="template", score=scores.get(n)) for n in template}
     extra_safety = [n for n in dict.fromkeys(safety) if n not in chosen]
-    picked = [(n, s) for n, s in retrieved if n not in chosen and n not in extra_safety]
+    stands_for = duplicates or {}
+    # A retrieved tool standing for a template or safety tool would offer that tool twice.
+    fixed = chosen.keys() | set(extra_safety)
+    picked = [
+        (n, s)
+        for n, s in retrieved
+        if n not in fixed and not fixed.intersection(stands_for.get(n, []))
+    ]
     picked = picked[: max(0, cap - len(chosen))]
     while picked and len(chosen) + len(picked) + len(extra_safety) > cap + 2:
         picked.pop()  # the lowest score: `retrieved` is best first
-    stands_for = duplicates or {}
     chosen |= {
         n: NarrowedTool(name=n, source="retrieved", score=s, duplicates=stands_for.get(n, []))
         for n, s in picked

@@ -11,7 +11,7 @@ import pytest
 
 from agentrt import Agent, AgentSettings, ScriptedModel, ToolsNarrowedEvent, Workspace
 from agentrt.catalog.fusion import fuse, round_robin, split_intents
-from agentrt.catalog.index import ToolIndex
+from agentrt.catalog.index import Retrieval, ToolIndex, narrow
 from agentrt.catalog.lexical import LexicalIndex, name_words
 from agentrt.catalog.metadata import CapabilityMap, Registry, ToolMetadata
 from agentrt.vectors.embedder import Embedder, load_embedder
@@ -96,7 +96,29 @@ class TestFusion:
         assert all(0.0 <= s <= 1.0 for _, s in fuse(dense, lexical, 1.0))
 
 
+def test_a_duplicate_of_a_fixed_tool_is_not_offered() -> None:
+    """Retrieval found `sendEmail`, standing for the template's `send_email`: offering it would
+    offer the same tool twice."""
+    out = narrow(
+        template=["send_email"],
+        retrieved=[("sendEmail", 0.9), ("get_weather", 0.5)],
+        safety=[],
+        cap=5,
+        duplicates={"sendEmail": ["send_email"]},
+    )
+    assert [(t.name, t.source) for t in out] == [
+        ("send_email", "template"),
+        ("get_weather", "retrieved"),
+    ]
+
+
 class TestHybridIndex:
+    async def test_nothing_asked_nothing_found(self, embedder: Embedder) -> None:
+        index = await ToolIndex.abuild(Workspace(TEST_WORKSPACE).registry, embedder, None)
+        assert await index.query([], 3) == Retrieval()
+        found = await index.query(["?!"], 3)
+        assert len(found.tools) == 3
+
     async def test_near_duplicates_collapse_and_are_reported(self, embedder: Embedder) -> None:
         """Same name but for case and separators, or the same metadata under two names (two
         MCP servers with one tool): one entry. Vendor variants stay apart."""
