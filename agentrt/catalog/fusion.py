@@ -27,8 +27,8 @@ requests, short commands, multi-intent requests, requests no tool serves), not t
 
 from __future__ import annotations
 
+import math
 import re
-import statistics
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
@@ -68,9 +68,12 @@ def _normalised(ranked: Sequence[tuple[K, float]]) -> dict[K, float]:
 def _confidence(ranked: Sequence[tuple[K, float]]) -> float:
     """How far a ranking's best stands above its other candidates: the top score's z-score
     over the list."""
+    # Plain float arithmetic: `statistics.pstdev` computes exactly, in fractions, and took a
+    # tenth of a query's ranking time.
     scores = [score for _, score in ranked]
-    spread = statistics.pstdev(scores)
-    return (scores[0] - statistics.fmean(scores)) / spread if spread > 0 else 0.0
+    mean = sum(scores) / len(scores)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in scores) / len(scores))
+    return (scores[0] - mean) / spread if spread > 0 else 0.0
 
 
 def fuse(
