@@ -28,7 +28,7 @@ from pydantic import JsonValue, ValidationError
 from typing_extensions import TypeVar
 
 from agentrt.catalog.builtins import BUILTINS
-from agentrt.catalog.index import ToolIndex, narrow
+from agentrt.catalog.index import Retrieval, ToolIndex, narrow
 from agentrt.catalog.metadata import Registry
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.classify import Unclassified, classify
@@ -762,7 +762,7 @@ class Agent(Generic[DepsT, OutputT]):
         suggested: list[str],
         progress: Progress,
     ) -> PlannerResult:
-        offered = await self._narrow(strategy, request.query)
+        offered, found, no_fit = await self._narrow(strategy, request.query)
         tools: Mapping[str, Tool] = self.workspace.tools
         if self._final is not None and strategy.planner == "react":
             tools = {**tools, FINAL_RESULT: self._final}
@@ -783,13 +783,15 @@ class Agent(Generic[DepsT, OutputT]):
             planner=strategy.planner,
             step_budget=strategy.step_budget,
         )
-        toolbox = Toolbox(ctx, tools, offered, session)
+        toolbox = Toolbox(ctx, tools, offered, session, fit=found.fit, no_fit=no_fit)
         executor = self._executor(ctx, toolbox, request)
         notes = (
             []
             if request.scope is None
             else [self.workspace.render("scope.j2", scope=request.scope)]
         )
+        if no_fit:
+            notes.append(self.workspace.render("no_tool_fits.j2"))
         if suggested:
             # A priority, not a filter: the classifier sees only the question.
             notes.append(self.workspace.render("suggested_contexts.j2", contexts=suggested))
@@ -811,8 +813,11 @@ class Agent(Generic[DepsT, OutputT]):
             result.status, result.answer = "needs_approval", None
         return result
 
-    async def _narrow(self, strategy: Strategy, query: str) -> list[NarrowedTool]:
-        """The tools a run of `strategy` offers for `query` (see `agentrt.catalog.index.narrow`)."""
+    async def _narrow(
+        self, strategy: Strategy, query: str
+    ) -> tuple[list[NarrowedTool], Retrieval, bool]:
+        """The tools a run of `strategy` offers for `query` (see `agentrt.catalog.index.narrow`),
+        what retrieval found, and whether no tool fits (then no retrieved tool is offered)."""
         template = (
             [n for n in self.workspace.tools if n not in BUILTINS]
             if strategy.tools == "all"
@@ -821,18 +826,20 @@ class Agent(Generic[DepsT, OutputT]):
                 *(n for n in self.workspace.code_tools if n not in strategy.tools),
             ]
         )
+        found, no_fit = Retrieval(), False
         if isinstance(strategy, PipelineStrategy):
             # The pipeline narrows per requirement itself; the run offers its template.
             offered = narrow(template=template, retrieved=[], safety=[], cap=len(template))
         else:
-            retrieved = (
-                await self._retrieve([query], strategy.retrieve) if strategy.retrieve else []
-            )
+            if strategy.retrieve:
+                found = await self._retrieve([query], strategy.retrieve)
+                no_fit = found.fit is not None and found.fit < strategy.min_fit
             offered = narrow(
                 template=template,
-                retrieved=retrieved,
+                retrieved=[] if no_fit else found.tools,
                 safety=strategy.safety,
                 cap=strategy.max_tools,
+                duplicates=found.duplicates,
             )
         # Beside a strategy's own tool that ends the run (`finish_retrieval`), the built-in one
         # (`finish`) is a way to end it without what that tool asks for (cited chunks): offer
@@ -843,9 +850,9 @@ class Agent(Generic[DepsT, OutputT]):
         if isinstance(strategy, VmStrategy):
             builtin += strategy.vm.builtins
         offered = [t for t in offered if t.name not in builtin]
-        return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered]
+        return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered], found, no_fit
 
-    async def _retrieve(self, queries: list[str], k: int) -> list[tuple[str, float]]:
+    async def _retrieve(self, queries: list[str], k: int) -> Retrieval:
         index = await self._tool_index()
         return await index.query(queries, k)
 

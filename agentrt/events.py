@@ -116,7 +116,11 @@ class NarrowedTool(BaseModel):
     query, the strategy's safety set, created earlier in the session, or (`pipeline`) the
     capability map, for a requirement nothing else offered could cover."""
     score: float | None = None
-    """Retrieval similarity, when the tool was retrieved."""
+    """Retrieval score, when the tool was retrieved: the hybrid (dense + BM25) score of
+    `agentrt.catalog.fusion.fuse`, higher is better."""
+    duplicates: list[str] = Field(default_factory=list)
+    """Near-duplicates of this tool (same name but for case and separators, or the same
+    metadata) that retrieval found and collapsed into it: not offered."""
 
 
 class Timings(BaseModel):
@@ -191,6 +195,13 @@ class ToolsNarrowedEvent(EventBase):
     missed: list[str] = Field(default_factory=list)
     """Requirement labels (`pipeline`) that no template, retrieved or safety tool covered: a
     retrieval miss, mended from the capability map."""
+    fit: float | None = None
+    """How sure tool retrieval is that some tool of the workspace serves the query, 0 to 1 (the
+    mean of the best tool's cosine similarity and the IDF-weighted share of the query's words
+    its metadata holds); None when the strategy retrieves nothing."""
+    no_fit: bool = False
+    """The fit was below the strategy's `min_fit`: no retrieved tool was offered, and the model
+    was told no tool fits."""
 
 
 class TurnStartedEvent(EventBase):

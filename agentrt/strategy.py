@@ -220,6 +220,10 @@ class _ToolTurns(_StrategyBase):
     """Tools offered whatever retrieval finds (they may exceed `max_tools` by two)."""
     max_tools: int = Field(10, ge=1)
     """The cap on the tools offered: retrieved tools are dropped, worst first, to keep it."""
+    min_fit: float = Field(0.0, ge=0.0, le=1.0)
+    """When retrieval's fit for the query (`tools_narrowed`'s `fit`) is below this, no
+    retrieved tool is offered and the model is told that no tool fits (`no_tool_fits.j2`);
+    0 always offers them. See the README's tool retrieval section for what values mean."""
     results_nudge: str | None = Field(None, min_length=1, max_length=500)
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
     told after them, at the end of the one user message that lists them; None keeps the

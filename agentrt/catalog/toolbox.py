@@ -25,6 +25,8 @@ class Toolbox(Mapping[str, Tool]):
     :param workspace: every tool of the workspace (session tools are built on these)
     :param offered: the narrowed set, each with its source and score
     :param session: where new session tools are kept; None keeps them for this run only
+    :param fit: retrieval's fit for the query, announced with the tools (`tools_narrowed`)
+    :param no_fit: the fit was below the strategy's `min_fit`
     """
 
     def __init__(
@@ -33,8 +35,12 @@ class Toolbox(Mapping[str, Tool]):
         workspace: Mapping[str, Tool],
         offered: list[NarrowedTool],
         session: Session | None,
+        *,
+        fit: float | None = None,
+        no_fit: bool = False,
     ) -> None:
         self.ctx = ctx
+        self.fit, self.no_fit = fit, no_fit
         self.workspace = workspace
         self.session = session
         self.offered = list(offered)
@@ -47,7 +53,7 @@ class Toolbox(Mapping[str, Tool]):
                 except ToolError as exc:
                     # The workspace changed since the tool was made: the session goes on without.
                     ctx.log.warning("session tool dropped", tool=spec.name, reason=str(exc))
-        ctx.emit(ToolsNarrowedEvent, tools=self.offered)
+        self._announce()
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
@@ -72,7 +78,10 @@ class Toolbox(Mapping[str, Tool]):
         self._add(spec)
         if self.session is not None:
             self.session.tools[spec.name] = spec
-        self.ctx.emit(ToolsNarrowedEvent, tools=self.offered)
+        self._announce()
+
+    def _announce(self) -> None:
+        self.ctx.emit(ToolsNarrowedEvent, tools=self.offered, fit=self.fit, no_fit=self.no_fit)
 
     def _add(self, spec: SessionTool) -> None:
         base = self.workspace.get(spec.base)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from agentrt.catalog.index import Retrieval
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.events import RunStatus
 from agentrt.execution import Executor
@@ -58,5 +59,5 @@ class PlannerResult:
     the run's messages are the question and the answer otherwise."""
 
 
-Retrieve = Callable[[list[str], int], Awaitable[list[tuple[str, float]]]]
+Retrieve = Callable[[list[str], int], Awaitable[Retrieval]]
 """`retrieve(queries, k)`: the workspace's tools that best match the queries, with scores."""

@@ -25,7 +25,7 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agentrt.catalog.index import narrow
+from agentrt.catalog.index import Retrieval, narrow
 from agentrt.events import (
     CoverageEvent,
     IntentEvent,
@@ -341,16 +341,17 @@ class _Pipeline:
         the safety set; then, for a requirement none of those covers (a retrieval miss), the
         run's tools that the capability map says cover it."""
         pool = self.task.tools
-        retrieved: list[tuple[str, float]] = []
+        found = Retrieval()
         if self.policy.retrieve:
+            # One query per requirement, and the question (whose clauses retrieve too).
             queries = [*requirement_texts(r), self.task.query]
             found = await self.retrieve(queries, self.policy.retrieve)
-            retrieved = [(n, score) for n, score in found if n in pool]
         offered = narrow(
             template=template.tools,
-            retrieved=retrieved,
+            retrieved=[(n, score) for n, score in found.tools if n in pool],
             safety=[n for n in self.safety if n in pool],
             cap=self.policy.max_tools,
+            duplicates=found.duplicates,
         )
         names = {t.name for t in offered}
         missed = [
@@ -361,7 +362,7 @@ class _Pipeline:
                 if name not in names and self.registry.serves(name, label):
                     offered.append(NarrowedTool(name=name, source="capability"))
                     names.add(name)
-        self.ctx.emit(ToolsNarrowedEvent, tools=offered, missed=missed)
+        self.ctx.emit(ToolsNarrowedEvent, tools=offered, missed=missed, fit=found.fit)
         return [t.name for t in offered]
 
     async def _execute(self, steps: list[PipelineStep]) -> _Execution | Refusal:
