@@ -197,8 +197,9 @@ class ToolsNarrowedEvent(EventBase):
     retrieval miss, mended from the capability map."""
     fit: float | None = None
     """How sure tool retrieval is that some tool of the workspace serves the query, 0 to 1 (the
-    mean of the best tool's cosine similarity and the IDF-weighted share of the query's words
-    its metadata holds); None when the strategy retrieves nothing."""
+    best tool's cosine similarity, scaled by half plus half the IDF-weighted share of the
+    query's words its metadata holds: `agentrt.catalog.fusion.fit`); None when the strategy
+    retrieves nothing."""
     no_fit: bool = False
     """The fit was below the strategy's `min_fit`: no retrieved tool was offered, and the model
     was told no tool fits."""
