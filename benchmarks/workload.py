@@ -172,10 +172,12 @@ def _prelude(started: str) -> list[dict[str, object]]:
         {
             "type": "tools_narrowed",
             "tools": [
-                {"name": "finish", "source": "builtin", "score": None},
-                {"name": "noop", "source": "template", "score": None},
+                {"name": "finish", "source": "builtin", "score": None, "duplicates": []},
+                {"name": "noop", "source": "template", "score": None, "duplicates": []},
             ],
             "missed": [],
+            "fit": None,
+            "no_fit": False,
         },
     ]
 
