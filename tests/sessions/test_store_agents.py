@@ -76,23 +76,36 @@ class TestTakingTurns:
             "You asked about Ada, then Bob.",
         ]
 
-    async def test_runs_are_recorded_running_then_final(self, two: tuple[Agent, Agent]) -> None:
-        first, second = two
+    async def test_runs_are_recorded_running_then_final(self, url: str, tmp_path: Path) -> None:
+        """Recorded `running` while the run is under way (its tool waits for the check, so the
+        run cannot end first), and with its final status after."""
+        checked = asyncio.Event()
+
+        async def hold() -> str:
+            """Wait until the test has read the run's record."""
+            await checked.wait()
+            return "held"
+
+        first = agent(url, tmp_path, call("hold"), "Hello, Ada.", tools=[hold])
+        second = agent(url, tmp_path)
         events: list[Event] = []
-        async for event in first.run("I am Ada.", session_id="s"):
-            if not events:  # the run is recorded before its first event
-                running = await second.sessions.get_run(event.run_id)
-                assert running is not None
-                assert running.status == "running"
-            events.append(event)
-        run_id = events[-1].run_id
-        record = await second.sessions.get_run(run_id)
-        assert record is not None
-        assert (record.status, record.session_id, record.query) == ("ok", "s", "I am Ada.")
-        assert record.owner == f"{socket.gethostname()}:{os.getpid()}"
-        assert record.trajectory is not None
-        assert Path(record.trajectory).name == f"{run_id}.jsonl"
-        assert [r.run_id for r in await second.sessions.list_runs(session_id="s")] == [run_id]
+        async with first, second:
+            async for event in first.run("I am Ada.", session_id="s"):
+                if isinstance(event, ToolStartedEvent):
+                    running = await second.sessions.get_run(event.run_id)
+                    assert running is not None
+                    assert running.status == "running"
+                    checked.set()
+                events.append(event)
+            assert checked.is_set()
+            run_id = events[-1].run_id
+            record = await second.sessions.get_run(run_id)
+            assert record is not None
+            assert (record.status, record.session_id, record.query) == ("ok", "s", "I am Ada.")
+            assert record.owner == f"{socket.gethostname()}:{os.getpid()}"
+            assert record.trajectory is not None
+            assert Path(record.trajectory).name == f"{run_id}.jsonl"
+            assert [r.run_id for r in await second.sessions.list_runs(session_id="s")] == [run_id]
 
 
 class TestRunEnds:
