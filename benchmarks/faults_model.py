@@ -205,10 +205,12 @@ async def _hung(size: int, workspace: Workspace, seen: Any) -> dict[str, Any]:
     held = threading.active_count() - baseline
     calls = [e for events in results for e in events if isinstance(e, ToolFinishedEvent)]
     timed_out = sum(e.status == "timeout" for e in calls)
-    # Calls already running when the tool first hangs are not refused (nothing has hung yet):
-    # the first wave, one call per run, may each take a thread; none after it may.
-    first_wave = max(cap, len(results))
-    failures = max(0, timed_out - first_wave) + sum(not _one_finish(e) for e in results)
+    # A call is refused once `cap` calls hang; calls already running then are not, and may hang
+    # too. Each run has one call at a time, so when the cap-th call hangs at most one call of
+    # each other run is running: at most cap + runs - 1 calls can ever hang, however the
+    # timeouts happen to interleave (a loaded machine staggers them).
+    bound = cap + len(results) - 1
+    failures = max(0, timed_out - bound) + sum(not _one_finish(e) for e in results)
     seen.unstuck.set()
     for _ in range(500):
         if stuck.hung.count == 0:
@@ -219,7 +221,7 @@ async def _hung(size: int, workspace: Workspace, seen: Any) -> dict[str, Any]:
     return _row(
         f"sync tool hanging past its timeout, {len(results)} runs at once "
         f"({timed_out} abandoned, {len(calls) - timed_out} refused; threads held at most "
-        f"{held}, cap {cap} per tool + first wave)",
+        f"{held}, cap {cap} per tool + one running call per other run)",
         len(calls),
         failures,
         lost,
