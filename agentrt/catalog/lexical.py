@@ -30,6 +30,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # BM25 column weights: a query word in the tool's name says more than one in its description.
 _NAME_WEIGHT = 2.0
 _TEXT_WEIGHT = 1.0
+DF_CACHE = 65_536
+"""Words whose document frequency is kept: queries bring new words (names, numbers, typos) for
+as long as a server runs, so the cache forgets its oldest past this."""
 
 
 def name_words(name: str) -> str:
@@ -116,6 +119,8 @@ class LexicalIndex:
             (count,) = self._db.execute(
                 "SELECT count(*) FROM docs WHERE docs MATCH ?", (f'"{term}"',)
             ).fetchone()
+            if len(self._df) >= DF_CACHE:
+                del self._df[next(iter(self._df))]  # the oldest: dicts keep insertion order
             self._df[term] = count
         return count
 

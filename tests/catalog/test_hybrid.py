@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentrt import Agent, AgentSettings, ScriptedModel, ToolsNarrowedEvent, Workspace
+from agentrt.catalog import lexical
 from agentrt.catalog.fusion import fuse, round_robin, split_intents
 from agentrt.catalog.index import Retrieval, ToolIndex, narrow
 from agentrt.catalog.lexical import LexicalIndex, name_words
@@ -40,6 +41,17 @@ CATALOG = [
 class TestLexical:
     def index(self) -> LexicalIndex:
         return LexicalIndex([m.name for m in CATALOG], [m.document() for m in CATALOG])
+
+    def test_the_word_cache_stays_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A long-running server's queries bring ever new words: the oldest are forgotten, and
+        a forgotten word is counted again, the same."""
+        monkeypatch.setattr(lexical, "DF_CACHE", 8)
+        index = self.index()
+        first = index.search("send email", 3)
+        for n in range(100):
+            index.search(f"word{n} email", 3)
+        assert len(index._df) <= 8
+        assert index.search("send email", 3) == first
 
     def test_names_are_words(self) -> None:
         assert name_words("send_email") == "send email"
