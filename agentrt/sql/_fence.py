@@ -151,6 +151,10 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+WATCHDOG_THREAD = "agentrt-sql-watchdog"
+"""The name of a `Watchdog`'s timer thread."""
+
+
 class Watchdog:
     """Interrupts a connection from a timer thread once `seconds` have passed, so that the
     deadline binds even inside one long SQLite step, which a progress handler (called between
@@ -164,6 +168,7 @@ class Watchdog:
         self.fired = False
         """The deadline passed and the statement was interrupted."""
         self._timer = threading.Timer(seconds, self._fire)
+        self._timer.name = WATCHDOG_THREAD
         self._timer.daemon = True
 
     def _fire(self) -> None:
@@ -186,6 +191,9 @@ class Watchdog:
         with self._lock:
             self._armed = False
         self._timer.cancel()
+        # A cancelled timer's thread ends on its own a moment later; waiting for it (microseconds)
+        # means no statement leaves a thread behind, however many run.
+        self._timer.join()
 
 
 @dataclass
