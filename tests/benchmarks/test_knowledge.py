@@ -15,10 +15,6 @@ from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.documents import read_document
 from agentrt.knowledge.ingest import source_files
 from tests.helpers import call, load_benchmark
-
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
 from tests.knowledge.support import tool_results
 
 

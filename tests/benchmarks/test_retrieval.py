@@ -14,10 +14,6 @@ import yaml
 from agentrt.catalog.metadata import CapabilityMap, ToolMetadata
 from tests.helpers import BENCHMARKS, load_benchmark
 
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
-
 DATA = BENCHMARKS / "data" / "retrieval"
 
 

@@ -18,8 +18,6 @@ from agentrt.catalog.metadata import CapabilityMap, Registry, ToolMetadata
 from agentrt.vectors.embedder import Embedder, load_embedder
 from tests.helpers import ROOT, TEST_WORKSPACE, check_stream, finish, last, run_python
 
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:

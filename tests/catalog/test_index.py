@@ -25,9 +25,6 @@ from agentrt.catalog.index import ToolIndex, narrow
 from agentrt.vectors.embedder import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
 from tests.helpers import TEST_WORKSPACE, MakeAgent, call, check_stream, finish, last
 
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:

@@ -8,9 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("ray", reason="needs the ray extra")
-
 import ray
 from typer.testing import CliRunner
 

@@ -27,10 +27,6 @@ from agentrt.knowledge.search import KnowledgeBase
 from agentrt.models.base import TOOL_RESULTS_NUDGE
 from agentrt.models.scripted import ScriptItem
 from tests.helpers import call, check_stream, last
-
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
 from tests.knowledge.support import ingested_sample, tool_results
 
 

@@ -8,9 +8,6 @@ import pytest
 
 from agentrt import UserError
 from agentrt.knowledge.documents import read_document
-
-pytest.importorskip("pypdf", reason="needs the knowledge extra")
-
 from tests.knowledge.support import write_pdf
 
 

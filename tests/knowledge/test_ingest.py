@@ -14,11 +14,6 @@ from agentrt.cli import app
 from agentrt.contexts import load_knowledge_config
 from agentrt.knowledge.ingest import ingest
 from agentrt.knowledge.search import KnowledgeBase
-
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-pytest.importorskip("pypdf", reason="needs the knowledge extra")
-
 from tests.knowledge.support import copy_sample, fresh_kb, write_pdf
 
 

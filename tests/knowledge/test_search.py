@@ -8,10 +8,6 @@ import pytest
 
 from agentrt import Scope, ToolError
 from agentrt.knowledge.search import KnowledgeBase, fuse
-
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
 from tests.knowledge.support import ingested_sample
 
 ALL = {"guides": None, "support": None}

@@ -36,8 +36,6 @@ from agentrt.parsing import NativeToolCallAssembler
 from agentrt.parsing.toolcalls import CallPiece
 from tests.helpers import REAL_MODEL_WORKSPACE, check_stream
 
-pytest.importorskip("llama_cpp", reason="needs the local extra")
-
 
 def _free_port() -> int:
     with socket.socket() as s:

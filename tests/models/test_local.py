@@ -36,8 +36,6 @@ from agentrt.classify import Classification, classification_schema
 from agentrt.trajectory.replay import replay
 from tests.helpers import REAL_MODEL_WORKSPACE, check_stream
 
-pytest.importorskip("llama_cpp", reason="needs the local extra")
-
 
 @pytest.fixture(scope="module")
 def local(small_model_path: Path) -> LocalModel:

@@ -10,9 +10,6 @@ import pytest
 from agentrt import LocalModel, Message, ModelRequest
 from agentrt.models.base import TOOL_RESULTS_NUDGE, text_mode_messages
 
-pytest.importorskip("llama_cpp", reason="needs the local extra")
-
-
 CONVERSATION = [
     Message(role="system", content="Be brief."),
     Message(role="user", content="How many guides are there?"),

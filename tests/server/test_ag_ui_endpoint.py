@@ -9,13 +9,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import httpx
-import pytest
 
 from agentrt import RunStartedEvent, ScriptedModel
-
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("ag_ui", reason="needs the server extra")
-
 from agentrt.server import ServerSettings, create_app
 from tests.helpers import MakeAgent, call
 from tests.server.serving import LiveServer, wait_until

@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-
-pytest.importorskip("fastapi", reason="needs the server extra")
 
 from agentrt import Agent, AgentSettings, ScriptedModel
 from agentrt.server import ServerSettings, create_app

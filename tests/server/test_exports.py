@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 import agentrt.server
 
 

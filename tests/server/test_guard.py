@@ -10,9 +10,6 @@ import socket
 import httpx
 import pytest
 
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 from agentrt.server import ServerSettings, create_app
 from agentrt.server.guard import host_name
 from tests.helpers import MakeAgent

@@ -11,10 +11,6 @@ import pytest
 from httpx_sse import EventSource, ServerSentEvent, connect_sse
 
 from agentrt import Agent, AgentSettings, ScriptedModel, UserError, Workspace
-
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 from agentrt.server import ServerSettings, check_exposure, create_app
 from agentrt.server.auth import is_loopback
 from agentrt.server.streams import negotiate

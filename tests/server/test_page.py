@@ -13,11 +13,6 @@ import anyio
 import httpx
 import pytest
 from httpx_sse import connect_sse
-
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-pytest.importorskip("playwright", reason="needs the dev extra")
-
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from agentrt import Agent, Trajectory

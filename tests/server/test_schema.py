@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from agentrt import Agent, AgentSettings, Workspace
-
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 from agentrt.server import ServerSettings, create_app
 from tests.server.serving import LiveServer, PlainModel
 

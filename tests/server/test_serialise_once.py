@@ -12,10 +12,6 @@ import httpx
 import pytest
 
 from agentrt.events import Event, EventBase
-
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 from agentrt.server import create_app
 from tests.helpers import MakeAgent, call, finish
 from tests.server.serving import LiveServer

@@ -18,9 +18,6 @@ import pytest
 
 from agentrt.cli import DEMO_QUESTION
 
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 
 def test_refuses_to_expose_a_server_without_a_token(tmp_path: Path) -> None:
     """Beyond loopback without a token: a one-line error and exit status 2, nothing served."""

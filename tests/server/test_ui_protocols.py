@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import httpx
 import pytest
+from ag_ui.core import Event as AgUiEvent
 from pydantic import BaseModel, TypeAdapter
 
 from agentrt import (
@@ -32,12 +33,6 @@ from agentrt import (
     ScriptedTurn,
     Trajectory,
 )
-
-pytest.importorskip("fastapi", reason="needs the server extra")
-pytest.importorskip("ag_ui", reason="needs the server extra")
-
-from ag_ui.core import Event as AgUiEvent
-
 from agentrt.cli import DEMO_QUESTION
 from agentrt.server import ServerSettings, create_app
 from agentrt.server.protocols import AgUiTranslator, VercelTranslator

@@ -34,8 +34,6 @@ from agentrt.events import Event
 from tests.helpers import MakeAgent, call, finish
 from tests.server.serving import wait_until
 
-pytest.importorskip("uvicorn", reason="needs the server extra")
-
 REPO = Path(__file__).parents[2]
 NDJSON = {"Accept": "application/x-ndjson"}
 SLOW = '''

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("pandas", reason="needs the analysis extra")
-
 import pandas as pd
 
 from agentrt import MemorySessionStore, Message, Turn

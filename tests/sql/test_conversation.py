@@ -16,12 +16,6 @@ from typing import Any, NamedTuple
 import anyio
 import pytest
 
-pytest.importorskip("sqlglot", reason="needs the db extra")
-pytest.importorskip("pandas", reason="needs the analysis extra")
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
-
 from agentrt import (
     Agent,
     AgentSettings,

@@ -16,11 +16,6 @@ from agentrt.sql.grounding import SchemaIndex
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 from agentrt.vectors.embedder import Embedder
 
-pytest.importorskip("sqlglot", reason="needs the db extra")
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
-
 COPILOT = Path(__file__).parents[2] / "workspaces" / "dbcopilot"
 
 

@@ -12,8 +12,6 @@ from agentrt.sql.database import connect_readonly, database_path, read_schema, r
 
 from .shop import digest
 
-pytest.importorskip("sqlglot", reason="needs the db extra")
-
 
 class TestDatabasePath:
     def test_a_path_and_the_urls_name_the_same_file(

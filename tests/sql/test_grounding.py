@@ -12,11 +12,6 @@ from agentrt.vectors.embedder import Embedder
 
 from .shop import make_shop
 
-pytest.importorskip("sqlglot", reason="needs the db extra")
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-
-
 LIBRARY_SCHEMA = """
 CREATE TABLE branches (id INTEGER PRIMARY KEY, name TEXT, city TEXT);
 CREATE TABLE staff (

@@ -17,9 +17,6 @@ from agentrt.sql.grounding import SchemaIndex, Synonyms, load_synonyms
 from agentrt.vectors.embedder import Embedder
 from tests.helpers import ROOT, run_python
 
-pytest.importorskip("sqlglot", reason="needs the db extra")
-pytest.importorskip("faiss", reason="needs the retrieval extra")
-
 WORLD_SCHEMA = """
 CREATE TABLE country (
     Code TEXT PRIMARY KEY, Code2 TEXT, Name TEXT, Continent TEXT, Population INTEGER

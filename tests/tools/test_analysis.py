@@ -16,12 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
-
-pytest.importorskip("pandas", reason="needs the analysis extra")
-pytest.importorskip("matplotlib", reason="needs the analysis extra")
-
 import pandas as pd
+import pytest
 
 from agentrt import (
     Agent,

@@ -12,12 +12,10 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+import torch
 
 from agentrt.vectors import embedder as embedder_module
 from agentrt.vectors.embedder import QUERY_TEXTS, Embedder, load_embedder
-
-pytest.importorskip("sentence_transformers", reason="needs the retrieval extra")
-torch = pytest.importorskip("torch", reason="needs the retrieval extra")
 
 QUESTIONS = [
     "which customers paid late last month",
