@@ -151,6 +151,10 @@ class Agent(Generic[DepsT, OutputT]):
     :param tools: functions (made tools with `Tool(fn)`) and `Tool`s
     :param instructions: the system instructions of a code-first agent: a jinja2 template,
         which may use `tools` (a workspace's strategies carry their own)
+    :param min_fit: a code-first agent offers its tools only when tool retrieval's fit for the
+        query reaches this (0, the default, always offers them; needs the `retrieval` extra);
+        below it the model is told no tool fits. A workspace's strategies set their own
+        (`min_fit:`); see the README's tool retrieval section for what values mean
     :param output_type: what a run's answer must be: `str`, or any type pydantic validates
         (a model, a dataclass, a TypedDict, a primitive, a union); see `agentrt.output`
     :param deps_type: the type of what runs give their tools (`run(..., deps=...)`), which
@@ -178,6 +182,7 @@ class Agent(Generic[DepsT, OutputT]):
         workspace: str | Path | Workspace | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         instructions: str | None = None,
+        min_fit: float = 0.0,
         output_type: type[OutputT] = str,  # type: ignore[assignment]
         deps_type: type[DepsT] = _NO_DEPS,  # type: ignore[assignment]
         output_retries: int = 1,
@@ -192,7 +197,9 @@ class Agent(Generic[DepsT, OutputT]):
         self._instrumentation = _instrumentation(instrument)
         self.settings = settings or AgentSettings()
         self.tool_runner = tool_runner
-        self.workspace = _workspace(workspace, [_as_tool(t) for t in tools], instructions)
+        self.workspace = _workspace(
+            workspace, [_as_tool(t) for t in tools], instructions=instructions, min_fit=min_fit
+        )
         self.output = OutputSpec(output_type)
         """The output type, checked: its validator and JSON schema."""
         as_tool = getattr(model, "final_result_tool", False) and not self.output.is_text
@@ -831,12 +838,16 @@ class Agent(Generic[DepsT, OutputT]):
             # The pipeline narrows per requirement itself; the run offers its template.
             offered = narrow(template=template, retrieved=[], safety=[], cap=len(template))
         else:
-            if strategy.retrieve:
-                found = await self._retrieve([query], strategy.retrieve)
+            if strategy.retrieve or strategy.min_fit:
+                # One tool is enough for the fit when the strategy adds none (`retrieve: 0`).
+                found = await self._retrieve([query], max(strategy.retrieve, 1))
                 no_fit = found.fit is not None and found.fit < strategy.min_fit
+            if no_fit:
+                # Only what the strategy names goes: not `all`, not the tools given in code.
+                template = [] if strategy.tools == "all" else strategy.tools
             offered = narrow(
                 template=template,
-                retrieved=[] if no_fit else found.tools,
+                retrieved=[] if no_fit else found.tools[: strategy.retrieve],
                 safety=strategy.safety,
                 cap=strategy.max_tools,
                 duplicates=found.duplicates,
@@ -945,15 +956,20 @@ def _instrumentation(instrument: bool | InstrumentationSettings) -> Instrumentat
 
 
 def _workspace(
-    workspace: str | Path | Workspace | None, tools: list[Tool], instructions: str | None
+    workspace: str | Path | Workspace | None,
+    tools: list[Tool],
+    *,
+    instructions: str | None,
+    min_fit: float,
 ) -> Workspace:
     """The agent's workspace: in memory (code first), or a folder with `tools` added."""
     if workspace is None:
-        return Workspace.from_code(tools, instructions)
-    if instructions is not None:
+        return Workspace.from_code(tools, instructions, min_fit=min_fit)
+    code_first = {"instructions=": instructions is not None, "min_fit=": min_fit != 0.0}
+    for given in (name for name, is_set in code_first.items() if is_set):
         msg = (
-            "instructions= is for an agent without a workspace: a workspace's strategies "
-            "carry their own (`instructions:` in each strategy file)"
+            f"{given} is for an agent without a workspace: a workspace's strategies "
+            f"carry their own (`{given[:-1]}:` in each strategy file)"
         )
         raise UserError(msg)
     if isinstance(workspace, Workspace):

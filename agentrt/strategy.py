@@ -221,9 +221,11 @@ class _ToolTurns(_StrategyBase):
     max_tools: int = Field(10, ge=1)
     """The cap on the tools offered: retrieved tools are dropped, worst first, to keep it."""
     min_fit: float = Field(0.0, ge=0.0, le=1.0)
-    """When retrieval's fit for the query (`tools_narrowed`'s `fit`) is below this, no
-    retrieved tool is offered and the model is told that no tool fits (`no_tool_fits.j2`);
-    0 always offers them. See the README's tool retrieval section for what values mean."""
+    """When retrieval's fit for the query (`tools_narrowed`'s `fit`) is below this, the model
+    is offered only the tools `tools` lists (not `all`, nor tools given in code, nor retrieved
+    ones) and `safety`, and is told that no tool fits (`no_tool_fits.j2`); 0 always offers
+    them. The fit is computed even with `retrieve: 0`. See the README's tool retrieval
+    section for what values mean."""
     results_nudge: str | None = Field(None, min_length=1, max_length=500)
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
     told after them, at the end of the one user message that lists them; None keeps the

@@ -115,9 +115,12 @@ class Workspace:
         )
 
     @classmethod
-    def from_code(cls, tools: Iterable[Tool] = (), instructions: str | None = None) -> Workspace:
+    def from_code(
+        cls, tools: Iterable[Tool] = (), instructions: str | None = None, *, min_fit: float = 0.0
+    ) -> Workspace:
         """A workspace held in memory, no folder: `tools`, and one `react` strategy (`agent`)
-        offering them all, with `instructions` (a jinja2 template: it may use `tools`)."""
+        offering them all, with `instructions` (a jinja2 template: it may use `tools`), or
+        none when retrieval's fit for the query is below `min_fit` (see `ReactStrategy`)."""
         import jinja2
 
         code_tools = list(tools)
@@ -128,6 +131,7 @@ class Workspace:
             description="Every query.",
             step_budget=10,
             instructions=_CODE_INSTRUCTIONS if instructions else "agent.j2",
+            min_fit=min_fit,
         )
         workspace = cls.__new__(cls)
         workspace._assemble(

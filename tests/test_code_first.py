@@ -118,6 +118,8 @@ class TestCodeFirst:
             Agent(model, output_type=Opaque)
         with pytest.raises(UserError, match="instructions= is for an agent without a workspace"):
             Agent(model, workspace=TEST_WORKSPACE, instructions="x")
+        with pytest.raises(UserError, match="min_fit= is for an agent without a workspace"):
+            Agent(model, workspace=TEST_WORKSPACE, min_fit=0.1)
         with pytest.raises(ToolDefinitionError, match="'add' is not a function"):
             Agent(model, tools=["add"])  # type: ignore[list-item]
 

@@ -5,6 +5,7 @@ people, never asserted here."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -61,16 +62,31 @@ async def test_a_first_turn_is_read_through_the_agent(bench: ModuleType) -> None
     (name, arguments), (name2, arguments2) = question.calls[:2]
     turn = call(name, **arguments) + call(name2, **arguments2)
     model = ScriptedModel([turn, "done"])
-    read = await bench.first_turn(model, tools[question.domain], question)
+    free = bench.Mode("off", 0.0)
+    read = await bench.first_turn(model, tools[question.domain], question, free)
     assert (bench.right(question, read.calls), read.invalid) == (len(question.calls) == 2, False)
     assert read.cut is False  # a scripted model has no token cap
     bad = ScriptedModel(['<tool_call>{"name": ' + name + "}</tool_call>", "done"])
-    assert (await bench.first_turn(bad, tools[question.domain], question)).invalid is True
+    assert (await bench.first_turn(bad, tools[question.domain], question, free)).invalid is True
 
 
 async def test_an_invalid_call_where_none_fits_is_not_an_answer(bench: ModuleType) -> None:
     tools, questions = bench.load()
     question = next(q for q in questions if q.kind == "none")
     bad = ScriptedModel(['<tool_call>{"name": "x"}</tool_call>', "done"])
-    tallies = await bench.measure(bad, "off", tools, [question])
+    tallies = await bench.measure(bad, bench.Mode("off", 0.0), tools, [question])
     assert (tallies["none"].right, tallies["none"].invalid) == (0, 1)
+
+
+async def test_a_fit_gate_offers_no_tool_to_a_question_none_fits(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `--min-fit`, the agent sees retrieval's fit: a square root asked of a calendar's
+    tools (fit about 0.08) is offered none, so the scripted call is refused."""
+    monkeypatch.setenv("AGENTRT_CACHE_DIR", str(tmp_path))
+    tools, questions = bench.load()
+    question = next(q for q in questions if q.id == "calendar-none-0")
+    name = tools[question.domain][0].name
+    model = ScriptedModel([call(name, date="2025-01-01"), "done"])
+    turn = await bench.first_turn(model, tools[question.domain], question, bench.Mode("off", 0.1))
+    assert (turn.calls, turn.invalid) == ([], True)

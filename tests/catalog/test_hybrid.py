@@ -220,6 +220,54 @@ class TestNoToolFits:
         assert "NO TOOL FITS" not in prompt
 
 
+class TestCodeFirstMinFit:
+    """A code-first agent's tools are all its strategy's: below `min_fit` none is offered."""
+
+    @staticmethod
+    def weather(city: str) -> str:
+        """Current weather and temperature forecast for a city."""
+        return f"sunny in {city}"
+
+    @staticmethod
+    def uv_index(city: str) -> float:
+        """Today's UV index (sunburn risk) for a city."""
+        return 3.0
+
+    async def narrowed(self, tmp_path: Path, query: str) -> tuple[ToolsNarrowedEvent, str]:
+        model = ScriptedModel([finish("done")])
+        agent = Agent(
+            model,
+            tools=[self.weather, self.uv_index],
+            min_fit=0.1,
+            settings=AgentSettings(trajectory_dir=None, cache_dir=tmp_path),
+        )
+        events = [e async for e in agent.run(query)]
+        check_stream(events)
+        assert last(events).status == "ok"
+        (event,) = [e for e in events if isinstance(e, ToolsNarrowedEvent)]
+        prompt = "\n".join(str(m.content) for m in model.requests[-1].messages)
+        return event, prompt
+
+    async def test_an_off_topic_request_is_offered_no_tool(self, tmp_path: Path) -> None:
+        event, prompt = await self.narrowed(tmp_path, "Book me a table for two tonight.")
+        assert event.no_fit
+        assert event.fit is not None
+        assert event.fit < 0.1
+        assert [t.name for t in event.tools] == ["finish"]
+        assert "NO TOOL FITS" in prompt
+
+    async def test_a_request_they_serve_is_offered_every_tool_in_order(
+        self, tmp_path: Path
+    ) -> None:
+        event, prompt = await self.narrowed(tmp_path, "Will it rain in Lisbon tomorrow?")
+        assert not event.no_fit
+        assert event.fit is not None
+        assert event.fit >= 0.1
+        # The same list, in the same order, as without `min_fit`: retrieval only gates.
+        assert [t.name for t in event.tools] == ["finish", "weather", "uv_index"]
+        assert "NO TOOL FITS" not in prompt
+
+
 def test_the_readme_snippet_runs_as_written(tmp_path: Path) -> None:
     """The tool retrieval section's snippet, run in a folder holding the test workspace."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
