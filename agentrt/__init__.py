@@ -143,7 +143,9 @@ from agentrt.workspace import Workspace
 # below), so that `import agentrt` does not pay for them: the OpenAI client loads httpx,
 # tenacity and pydantic-settings, the embedded model its chat-template and weight-pack code,
 # the SQLite store its schema adapters. `__all__`, `dir()` and these imports keep every
-# name visible to type checkers and IDEs.
+# name visible to type checkers and IDEs. The pydantic models this import defines are declared
+# `defer_build=True`: a model's schema is built when it first validates, so a program pays for
+# the models it uses rather than for the sixty-odd the import would otherwise build.
 if typing.TYPE_CHECKING:
     from agentrt.models.local import LocalModel
     from agentrt.models.openai import OpenAIModel, OpenAISettings

@@ -41,7 +41,7 @@ __all__ = [
 class DagPolicy(BaseModel):
     """How a `dag` run handles bad plans and failed nodes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     on_failure: Literal["retry", "skip", "replan"] = "skip"
     """A failed node: run it again (`retries` times, then as `skip`); skip the nodes that
@@ -61,7 +61,7 @@ class DagPolicy(BaseModel):
 class CommonError(BaseModel):
     """A request a general tool cannot serve, recognised in its parameters."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     pattern: re.Pattern[str]
     """Matched, ignoring case, against the call's `tool_params` as JSON text."""
@@ -77,7 +77,7 @@ class CommonError(BaseModel):
 class VmPolicy(BaseModel):
     """How a `vm` run handles bad programs and loops."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     max_instructions: int = Field(200, ge=1)
     """Instructions a program may execute; a loop past it ends the run `budget_exhausted`."""
@@ -114,7 +114,7 @@ class VmPolicy(BaseModel):
 class PipelinePolicy(BaseModel):
     """What a `pipeline` run works on, and how far it lets the model try."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     dataset: str = "sales"
     """What `load_dataset` loads first (a name in the workspace's data/, or a path)."""
@@ -134,7 +134,7 @@ class PipelinePolicy(BaseModel):
 class DatasetProtocol(BaseModel):
     """How the pipeline loads its data, and what the analysis tools' results say of it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     tool: str
     """The tool that loads a dataset; the pipeline's first step calls it."""
@@ -159,7 +159,7 @@ class PipelineVocabulary(BaseModel):
     (`registry/pipeline.yaml`): which parameters name columns, which carry the analysis
     itself, how data is loaded."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     column_params: frozenset[str]
     """Parameters that name columns: the ones a casing repair may touch."""
@@ -183,7 +183,7 @@ class Template(BaseModel):
     (`{metrics}`, `{metrics[0]}`, `{group_by}`, `{group_by[0]}`, `{time.column}`,
     `{time.grain}`) filled from the question's requirements."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str
     description: str = Field(min_length=1)
@@ -194,7 +194,7 @@ class Template(BaseModel):
 class _StrategyBase(BaseModel):
     """What every strategy file gives, whatever its planner."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str
     """The query type this strategy serves: the file's name without `.yaml`."""
