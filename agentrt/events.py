@@ -264,7 +264,10 @@ class ModelResponseEvent(EventBase):
     reasoning: str = ""
     """Reasoning the server sent apart from the text (`ReasoningChunk`)."""
     tool_calls: list[NativeToolCall] = Field(default_factory=list)
-    usage: Usage = Usage()
+    # Made without validating: validating a model at import builds its schema, and the first
+    # schema built loads pydantic's plugin machinery (importlib.metadata), a tenth of
+    # `import agentrt`. `Usage()` and this are equal.
+    usage: Usage = Usage.model_construct()
     duration: float
 
 

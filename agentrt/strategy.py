@@ -74,6 +74,25 @@ class CommonError(BaseModel):
         return re.compile(value, re.IGNORECASE) if isinstance(value, str) else value
 
 
+def _common_errors() -> list[CommonError]:
+    """`VmPolicy.common_errors`' default, made per policy (see `DagStrategy.dag`)."""
+    return [
+        CommonError(
+            pattern=r"\b(current|installed|running|deployed)\s+(\w+\s+)?"
+            r"(version|configuration|config|setup)\b|\bcluster\s+(status|state|health|topology)\b"
+            r"|\bsystem\s+configuration\b",
+            warning="{tool} knows public documentation only: it cannot tell the current "
+            "version, configuration or status of a system; ask the user, or use a tool made "
+            "for it",
+        ),
+        CommonError(
+            pattern=r"\bselect\b[^;]{1,200}?\bfrom\b|\binformation_schema\b"
+            r"|\b(execute|run)\s+(the\s+)?(sql|query)\b",
+            warning="{tool} cannot execute SQL; use a database tool, or the user",
+        ),
+    ]
+
+
 class VmPolicy(BaseModel):
     """How a `vm` run handles bad programs and loops."""
 
@@ -92,21 +111,7 @@ class VmPolicy(BaseModel):
     )
     """Tools that know only public documentation and general knowledge, whatever a prompt
     asks of them (the StackVM specification's "general tools")."""
-    common_errors: list[CommonError] = [
-        CommonError(
-            pattern=r"\b(current|installed|running|deployed)\s+(\w+\s+)?"
-            r"(version|configuration|config|setup)\b|\bcluster\s+(status|state|health|topology)\b"
-            r"|\bsystem\s+configuration\b",
-            warning="{tool} knows public documentation only: it cannot tell the current "
-            "version, configuration or status of a system; ask the user, or use a tool made "
-            "for it",
-        ),
-        CommonError(
-            pattern=r"\bselect\b[^;]{1,200}?\bfrom\b|\binformation_schema\b"
-            r"|\b(execute|run)\s+(the\s+)?(sql|query)\b",
-            warning="{tool} cannot execute SQL; use a database tool, or the user",
-        ),
-    ]
+    common_errors: list[CommonError] = Field(default_factory=_common_errors)
     """What the specification's "common errors" look like in a general tool's parameters: a
     program that makes one still runs, with a `plan_warning`."""
 
@@ -243,14 +248,17 @@ class DagStrategy(_ToolTurns):
     """Plan a graph of tool calls, run each node when its dependencies finish."""
 
     planner: Literal["dag"]
-    dag: DagPolicy = DagPolicy()
+    # Policies are made per strategy (default_factory), not once at import: a model instance
+    # made at import builds its schema there, and the first schema built loads pydantic's
+    # plugin machinery (importlib.metadata) — a tenth of `import agentrt`.
+    dag: DagPolicy = Field(default_factory=DagPolicy)
 
 
 class VmStrategy(_ToolTurns):
     """Write a StackVM program, check it, run it over a variable store."""
 
     planner: Literal["vm"]
-    vm: VmPolicy = VmPolicy()
+    vm: VmPolicy = Field(default_factory=VmPolicy)
 
 
 class PipelineStrategy(_StrategyBase):
@@ -258,7 +266,7 @@ class PipelineStrategy(_StrategyBase):
     tools are narrowed per requirement (`pipeline.retrieve`), not per query."""
 
     planner: Literal["pipeline"]
-    pipeline: PipelinePolicy = PipelinePolicy()
+    pipeline: PipelinePolicy = Field(default_factory=PipelinePolicy)
 
 
 Strategy = Annotated[

@@ -16,7 +16,19 @@ from tests.helpers import ROOT, run_python
 PROGRAM = """
 import asyncio, json, sys, tempfile
 import agentrt
+import pydantic
 imported = sorted(sys.modules)
+
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+
+built = sorted(
+    c.__qualname__
+    for c in subclasses(pydantic.BaseModel)
+    if c.__module__.startswith("agentrt") and c.__pydantic_complete__
+)
 
 def percent(rate: float, of: float) -> float:
     '''`rate` percent of `of`.'''
@@ -33,13 +45,15 @@ async def main() -> str | None:
         return (await agent.run("What is 17.5% of 2340?")).answer
 
 answer = asyncio.run(main())
-print(json.dumps({"answer": answer, "import": imported, "run": sorted(sys.modules)}))
+run = sorted(sys.modules)
+print(json.dumps({"answer": answer, "import": imported, "built": built, "run": run}))
 """
 
 
 @pytest.fixture(scope="module")
 def loaded() -> dict[str, list[str]]:
-    """The modules loaded by `import agentrt`, then by a code-first agent's first run."""
+    """The modules loaded by `import agentrt`, the models whose schema it built, and the
+    modules loaded once a code-first agent's first run is done."""
     found: dict[str, list[str]] = json.loads(run_python("-c", PROGRAM, cwd=ROOT).stdout)
     assert found["answer"] == "409.5"
     return found
@@ -82,6 +96,13 @@ NOT_IMPORTED = [
 
 def test_import_agentrt_loads_no_optional_subsystem(loaded: dict[str, list[str]]) -> None:
     assert loaded_of(loaded["import"], NOT_IMPORTED) == []
+
+
+def test_import_agentrt_builds_no_schema(loaded: dict[str, list[str]]) -> None:
+    """Models build their schemas when they first validate (`defer_build`), and the import
+    validates nothing: the first schema built would also load pydantic's plugin machinery."""
+    assert loaded["built"] == []
+    assert loaded_of(loaded["import"], ["pydantic.plugin._loader"]) == []
 
 
 NOT_RUN = [

@@ -29,7 +29,7 @@ __all__ = [
 # A validating dataclass rather than a BaseModel: a run holds every message of its conversation,
 # and a BaseModel instance carries a per-instance set of the fields given (a 1 KB table once it
 # has five) where a slotted dataclass carries nothing but its fields.
-@pydantic.dataclasses.dataclass(frozen=True, slots=True)
+@pydantic.dataclasses.dataclass(frozen=True, slots=True, config=ConfigDict(defer_build=True))
 class Message:
     """One message of a conversation, in the shape OpenAI-compatible servers take."""
 
