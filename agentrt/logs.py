@@ -21,9 +21,9 @@ logging.getLogger(_ROOT).addHandler(logging.NullHandler())
 
 class _Logger:
     """A structlog logger over `logging.getLogger(name)`, made on first use: most runs never
-    log, and importing structlog (with rich, when installed) costs a program's first run more
-    than the run itself. `bind` is kept here until then, so binding a run's id imports
-    nothing."""
+    log, and importing structlog (rich with it, when installed: ~100 ms of CPU on the
+    development machine) costs as much again as a code-first agent's whole first run. `bind`
+    is kept here until then, so binding a run's id imports nothing."""
 
     def __init__(self, name: str, bound: dict[str, Any] | None = None) -> None:
         self._name = name
