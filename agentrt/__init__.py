@@ -15,6 +15,7 @@ The names below are the stable API; the modules users may import beside it are l
 README ("Public API"). Every other module is internal.
 """
 
+import importlib
 import typing
 
 from agentrt._version import __version__
@@ -95,7 +96,8 @@ from agentrt.exceptions import (
 from agentrt.mcp.client import MCPServerError
 from agentrt.mcp.config import MCPServer
 
-# Models: the interface, what flows through it, and the backends (OpenAIModel below, lazily).
+# Models: the interface, what flows through it, and the backends (LocalModel and OpenAIModel
+# below, lazily).
 from agentrt.models import (
     Message,
     Model,
@@ -109,11 +111,10 @@ from agentrt.models import (
     ToolDefinition,
     UsageChunk,
 )
-from agentrt.models.local import LocalModel
 from agentrt.result import AgentRun, RunResult
 
-# Sessions: conversations kept across runs, in memory or in SQLite.
-from agentrt.sessions.sqlite import SqliteSessionStore
+# Sessions: conversations kept across runs, in memory or in SQLite (SqliteSessionStore below,
+# lazily).
 from agentrt.sessions.store import (
     MemorySessionStore,
     RunRecord,
@@ -138,8 +139,24 @@ from agentrt.trajectory.format import Trajectory, TrajectoryHeader
 # The workspace: strategies, tool packs, tool metadata and prompts, loaded from a folder.
 from agentrt.workspace import Workspace
 
+# Backends only some programs use are imported when first asked for (PEP 562 `__getattr__`
+# below), so that `import agentrt` does not pay for them: the OpenAI client loads httpx,
+# tenacity and pydantic-settings, the embedded model its chat-template and weight-pack code,
+# the SQLite store its schema adapters. `__all__`, `dir()` and these imports keep every
+# name visible to type checkers and IDEs. The pydantic models this import defines are declared
+# `defer_build=True`: a model's schema is built when it first validates, so a program pays for
+# the models it uses rather than for the sixty-odd the import would otherwise build.
 if typing.TYPE_CHECKING:
+    from agentrt.models.local import LocalModel
     from agentrt.models.openai import OpenAIModel, OpenAISettings
+    from agentrt.sessions.sqlite import SqliteSessionStore
+
+_LAZY = {
+    "LocalModel": "agentrt.models.local",
+    "OpenAIModel": "agentrt.models.openai",
+    "OpenAISettings": "agentrt.models.openai",
+    "SqliteSessionStore": "agentrt.sessions.sqlite",
+}
 
 __all__ = [
     "Agent",
@@ -246,14 +263,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # The OpenAI client loads httpx, tenacity and pydantic-settings: only when asked for.
-    if name in ("OpenAIModel", "OpenAISettings"):
-        from agentrt.models import openai
-
-        return getattr(openai, name)
-    msg = f"module 'agentrt' has no attribute {name!r}"
-    raise AttributeError(msg)
+    if name not in _LAZY:
+        msg = f"module 'agentrt' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value  # asked once: later lookups find it without this hook
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), "OpenAIModel", "OpenAISettings"})
+    return sorted({*globals(), *_LAZY})

@@ -26,7 +26,7 @@ class Unclassified:
 
 
 class Classification(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     query_type: str
     language: str = Field("und", description="ISO 639-3 code of the query's language")

@@ -30,7 +30,7 @@ CONTEXTS_FILE = "contexts.yaml"
 
 
 class ContextSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     """Lower-case, short: tools take it as an argument, and scopes write `<id>/<item>`."""
@@ -42,7 +42,7 @@ class ContextSpec(BaseModel):
 
 
 class KnowledgeConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     root: Path
     """The workspace folder; relative paths below are read from it."""

@@ -83,7 +83,7 @@ ToolStatus = Literal["ok", "error", "timeout", "cancelled"]
 class Usage(BaseModel):
     """Token counts, per model call or summed over a run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -102,6 +102,8 @@ class Usage(BaseModel):
 class NativeToolCall(BaseModel):
     """A tool call as an OpenAI-compatible server returned it, arguments still a JSON string."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str | None = None
     name: str
     arguments: str
@@ -109,6 +111,8 @@ class NativeToolCall(BaseModel):
 
 class NarrowedTool(BaseModel):
     """One tool offered to the model, and why."""
+
+    model_config = ConfigDict(defer_build=True)
 
     name: str
     source: Literal["builtin", "template", "retrieved", "safety", "session", "capability"]
@@ -125,6 +129,8 @@ class NarrowedTool(BaseModel):
 
 class Timings(BaseModel):
     """Where a run's wall time went, in seconds."""
+
+    model_config = ConfigDict(defer_build=True)
 
     total: float
     model: float
@@ -258,7 +264,10 @@ class ModelResponseEvent(EventBase):
     reasoning: str = ""
     """Reasoning the server sent apart from the text (`ReasoningChunk`)."""
     tool_calls: list[NativeToolCall] = Field(default_factory=list)
-    usage: Usage = Usage()
+    # Made without validating: validating a model at import builds its schema, and the first
+    # schema built loads pydantic's plugin machinery (importlib.metadata), a tenth of
+    # `import agentrt`. `Usage()` and this are equal.
+    usage: Usage = Usage.model_construct()
     duration: float
 
 
@@ -337,7 +346,7 @@ class GuardEvent(EventBase):
 class PlanNode(BaseModel):
     """One node of a `dag` plan: a tool call, and the nodes whose results it needs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
     tool: str
@@ -418,7 +427,7 @@ class PlanWarningEvent(EventBase):
 class PipelineStep(BaseModel):
     """One step of a `pipeline` plan: a tool call, and the requirements it satisfies."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
     tool: str
@@ -504,6 +513,8 @@ class AskEvent(EventBase):
 class PendingCall(BaseModel):
     """A tool call that waits for a person's decision."""
 
+    model_config = ConfigDict(defer_build=True)
+
     call_id: str
     tool: str
     arguments: dict[str, JsonValue]
@@ -534,7 +545,9 @@ class Approve(BaseModel):
     """Run the pending call: as the model wrote it, or with `arguments` instead (an edit,
     validated against the tool's schema before anything runs)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_tag_required)
+    model_config = ConfigDict(
+        defer_build=True, frozen=True, extra="forbid", json_schema_extra=_tag_required
+    )
 
     decision: Literal["approve"] = "approve"
     arguments: dict[str, JsonValue] | None = None
@@ -543,7 +556,9 @@ class Approve(BaseModel):
 class Reject(BaseModel):
     """Do not run the pending call: the model reads `reason` as the call's error."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_tag_required)
+    model_config = ConfigDict(
+        defer_build=True, frozen=True, extra="forbid", json_schema_extra=_tag_required
+    )
 
     decision: Literal["reject"] = "reject"
     reason: str

@@ -18,10 +18,9 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from agentrt.events import (
     Event,
@@ -48,6 +47,10 @@ from agentrt.models.base import (
 from agentrt.parsing.reasoning import ReasoningPiece, ReasoningSplitter, SplitPiece
 from agentrt.trajectory.format import TrajectoryHeader
 from agentrt.trajectory.writer import TrajectoryWriter
+
+if TYPE_CHECKING:
+    # A type only: the stream module is imported by the first run that makes one.
+    from anyio.streams.memory import MemoryObjectSendStream
 
 __all__ = [
     "ContentChunk",

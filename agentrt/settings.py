@@ -31,7 +31,7 @@ bare JSON object, and the vendor formats of DeepSeek, GLM-4, Kimi K2, MiniMax an
 
 
 class AgentSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     tool_timeout: float = Field(30.0, gt=0)
     """Seconds a tool call may take before it is abandoned (a tool's own `timeout` wins)."""

@@ -41,7 +41,7 @@ __all__ = [
 class DagPolicy(BaseModel):
     """How a `dag` run handles bad plans and failed nodes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     on_failure: Literal["retry", "skip", "replan"] = "skip"
     """A failed node: run it again (`retries` times, then as `skip`); skip the nodes that
@@ -61,7 +61,7 @@ class DagPolicy(BaseModel):
 class CommonError(BaseModel):
     """A request a general tool cannot serve, recognised in its parameters."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     pattern: re.Pattern[str]
     """Matched, ignoring case, against the call's `tool_params` as JSON text."""
@@ -74,25 +74,9 @@ class CommonError(BaseModel):
         return re.compile(value, re.IGNORECASE) if isinstance(value, str) else value
 
 
-class VmPolicy(BaseModel):
-    """How a `vm` run handles bad programs and loops."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_instructions: int = Field(200, ge=1)
-    """Instructions a program may execute; a loop past it ends the run `budget_exhausted`."""
-    repairs: int = Field(2, ge=0, le=5)
-    """How often an invalid program is sent back to be fixed before the run falls back to
-    `react`."""
-    builtins: list[str] = ["llm_generate"]
-    """Built-in tools every program may call, whatever the strategy's `tools`: a program's
-    steps lean on `llm_generate` to reason over what the other steps found."""
-    general_tools: frozenset[str] = frozenset(
-        {"llm_generate", "vector_search", "retrieve_knowledge_graph", "wiki_search"}
-    )
-    """Tools that know only public documentation and general knowledge, whatever a prompt
-    asks of them (the StackVM specification's "general tools")."""
-    common_errors: list[CommonError] = [
+def _common_errors() -> list[CommonError]:
+    """`VmPolicy.common_errors`' default, made per policy (see `DagStrategy.dag`)."""
+    return [
         CommonError(
             pattern=r"\b(current|installed|running|deployed)\s+(\w+\s+)?"
             r"(version|configuration|config|setup)\b|\bcluster\s+(status|state|health|topology)\b"
@@ -107,6 +91,27 @@ class VmPolicy(BaseModel):
             warning="{tool} cannot execute SQL; use a database tool, or the user",
         ),
     ]
+
+
+class VmPolicy(BaseModel):
+    """How a `vm` run handles bad programs and loops."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+
+    max_instructions: int = Field(200, ge=1)
+    """Instructions a program may execute; a loop past it ends the run `budget_exhausted`."""
+    repairs: int = Field(2, ge=0, le=5)
+    """How often an invalid program is sent back to be fixed before the run falls back to
+    `react`."""
+    builtins: list[str] = ["llm_generate"]
+    """Built-in tools every program may call, whatever the strategy's `tools`: a program's
+    steps lean on `llm_generate` to reason over what the other steps found."""
+    general_tools: frozenset[str] = frozenset(
+        {"llm_generate", "vector_search", "retrieve_knowledge_graph", "wiki_search"}
+    )
+    """Tools that know only public documentation and general knowledge, whatever a prompt
+    asks of them (the StackVM specification's "general tools")."""
+    common_errors: list[CommonError] = Field(default_factory=_common_errors)
     """What the specification's "common errors" look like in a general tool's parameters: a
     program that makes one still runs, with a `plan_warning`."""
 
@@ -114,7 +119,7 @@ class VmPolicy(BaseModel):
 class PipelinePolicy(BaseModel):
     """What a `pipeline` run works on, and how far it lets the model try."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     dataset: str = "sales"
     """What `load_dataset` loads first (a name in the workspace's data/, or a path)."""
@@ -134,7 +139,7 @@ class PipelinePolicy(BaseModel):
 class DatasetProtocol(BaseModel):
     """How the pipeline loads its data, and what the analysis tools' results say of it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     tool: str
     """The tool that loads a dataset; the pipeline's first step calls it."""
@@ -159,7 +164,7 @@ class PipelineVocabulary(BaseModel):
     (`registry/pipeline.yaml`): which parameters name columns, which carry the analysis
     itself, how data is loaded."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     column_params: frozenset[str]
     """Parameters that name columns: the ones a casing repair may touch."""
@@ -183,7 +188,7 @@ class Template(BaseModel):
     (`{metrics}`, `{metrics[0]}`, `{group_by}`, `{group_by[0]}`, `{time.column}`,
     `{time.grain}`) filled from the question's requirements."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str
     description: str = Field(min_length=1)
@@ -194,7 +199,7 @@ class Template(BaseModel):
 class _StrategyBase(BaseModel):
     """What every strategy file gives, whatever its planner."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str
     """The query type this strategy serves: the file's name without `.yaml`."""
@@ -243,14 +248,17 @@ class DagStrategy(_ToolTurns):
     """Plan a graph of tool calls, run each node when its dependencies finish."""
 
     planner: Literal["dag"]
-    dag: DagPolicy = DagPolicy()
+    # Policies are made per strategy (default_factory), not once at import: a model instance
+    # made at import builds its schema there, and the first schema built loads pydantic's
+    # plugin machinery (importlib.metadata) — a tenth of `import agentrt`.
+    dag: DagPolicy = Field(default_factory=DagPolicy)
 
 
 class VmStrategy(_ToolTurns):
     """Write a StackVM program, check it, run it over a variable store."""
 
     planner: Literal["vm"]
-    vm: VmPolicy = VmPolicy()
+    vm: VmPolicy = Field(default_factory=VmPolicy)
 
 
 class PipelineStrategy(_StrategyBase):
@@ -258,7 +266,7 @@ class PipelineStrategy(_StrategyBase):
     tools are narrowed per requirement (`pipeline.retrieve`), not per query."""
 
     planner: Literal["pipeline"]
-    pipeline: PipelinePolicy = PipelinePolicy()
+    pipeline: PipelinePolicy = Field(default_factory=PipelinePolicy)
 
 
 Strategy = Annotated[

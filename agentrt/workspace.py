@@ -60,9 +60,6 @@ _PACKAGE = Path(__file__).resolve().parent
 _CODE_INSTRUCTIONS = "<instructions>"
 """The template name of instructions given in code (`Workspace.from_code`)."""
 
-_NO_CAPABILITIES = CapabilityMap(version=1, capabilities={}, core=[], requirements={})
-"""A workspace held in memory declares no capabilities: its tools are offered, not planned."""
-
 _SERVED_ALL = 16
 """A code-first agent offers its MCP servers' tools all when they are at most this many..."""
 _SERVED_RETRIEVED = 8
@@ -139,7 +136,12 @@ class Workspace:
             {strategy.name: strategy},
             {},
             catalog,
-            Registry({t.name: derive_metadata(t) for t in code_tools}, _NO_CAPABILITIES),
+            # A workspace held in memory declares no capabilities: its tools are offered, not
+            # planned.
+            Registry(
+                {t.name: derive_metadata(t) for t in code_tools},
+                CapabilityMap(version=1, capabilities={}, core=[], requirements={}),
+            ),
             code_tools,
             loader=loader,
         )

@@ -195,18 +195,57 @@ async def leak(runs: int) -> dict[str, float]:
     return {"end_mb": rss_kb() / 1024, "block_growth": blocks, "heap_b_per_run": kept}
 
 
+FIRST_RUN = """
+import asyncio, tempfile
+from agentrt import Agent, AgentSettings, ScriptedModel
+
+def percent(rate: float, of: float) -> float:
+    "`rate` percent of `of`."
+    return rate / 100 * of
+
+async def first_run() -> None:
+    model = ScriptedModel([
+        '<tool_call>{"name": "percent", "arguments": {"rate": 17.5, "of": 2340}}</tool_call>',
+        "409.5",
+    ])
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = Agent(model, tools=[percent], settings=AgentSettings(trajectory_dir=tmp))
+        assert (await agent.run("What is 17.5% of 2340?")).answer == "409.5"
+
+asyncio.run(first_run())
+"""
+"""A code-first agent's first run (one tool call, then the answer) after `import agentrt`:
+what the import leaves for first use (schemas built, prompts rendered) is counted there."""
+
+
 def import_time() -> dict[str, float]:
-    """`import agentrt` in a fresh interpreter, 5 times: best and median, in ms."""
-    code = "import time; t = time.perf_counter(); import agentrt; print(time.perf_counter() - t)"
-    times = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(5)
-    ]
-    return {"median_ms": statistics.median(times) * 1000, "best_ms": min(times) * 1000}
+    """`import agentrt` in a fresh interpreter, 5 times: best and median, in ms; and the median
+    of the import followed by a code-first agent's first run (`FIRST_RUN`).
+
+    As from an installed package, the bytecode is cached: an untimed first import writes it,
+    to a temporary `PYTHONPYCACHEPREFIX` so that the checkout stays clean, and whatever
+    `PYTHONDONTWRITEBYTECODE` says (with it every timed import compiled ~100 modules)."""
+    timed = (
+        "import time\nt = time.perf_counter()\nimport agentrt\n{}\nprint(time.perf_counter() - t)"
+    )
+    with tempfile.TemporaryDirectory() as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+
+        def seconds(code: str) -> float:
+            done = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+            )
+            return float(done.stdout)
+
+        seconds(timed.format(FIRST_RUN))
+        times = [seconds(timed.format("")) for _ in range(5)]
+        first = [seconds(timed.format(FIRST_RUN)) for _ in range(5)]
+    return {
+        "median_ms": statistics.median(times) * 1000,
+        "best_ms": min(times) * 1000,
+        "first_run_ms": statistics.median(first) * 1000,
+    }
 
 
 def measure(name: str, arg: int) -> dict[str, float]:
@@ -308,12 +347,24 @@ def rows(m: dict[str, Any]) -> list[Row]:
         out.append(rate_row(c, r, c == sizes["crowd"]))
     out.append(
         (
-            "import agentrt (ms, best of 5 fresh processes)",
-            f"{m['import']['best_ms']:.0f}",
+            "import agentrt (ms, median of 5 fresh processes)",
+            f"{m['import']['median_ms']:.0f} (best {m['import']['best_ms']:.0f})",
             "",
             "",
             "≤ 150 ms",
-            verdict(m["import"]["best_ms"], 150),
+            verdict(m["import"]["median_ms"], 150),
+            "",
+            "",
+        )
+    )
+    out.append(
+        (
+            "  import agentrt and a code-first agent's first run (ms, median of 5)",
+            f"{m['import']['first_run_ms']:.0f}",
+            "",
+            "",
+            "",
+            "",
             "",
             "",
         )

@@ -28,7 +28,7 @@ __all__ = ["CapabilityMap", "Registry", "ToolMetadata", "derive_metadata", "load
 
 
 class ToolMetadata(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str
     description: str = Field(min_length=1)
@@ -63,7 +63,7 @@ class ToolMetadata(BaseModel):
 class CapabilityMap(BaseModel):
     """Which capabilities satisfy which requirement; versioned, many-to-many."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     version: int = Field(ge=1)
     capabilities: dict[str, str]

@@ -59,7 +59,7 @@ class _Arguments(BaseModel):
     is and checked with `jsonschema`. The values pass through untouched (no defaults filled
     in): the server applies its own."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
     input_schema: ClassVar[dict[str, Any]] = {}
     validator: ClassVar[Any] = None
 

@@ -35,7 +35,7 @@ class MCPServer(BaseModel):
     """One MCP server: how to reach it, and how its tools are called. Build one with
     `MCPServer.stdio` or `MCPServer.http`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     """What errors, logs and the trajectory header call it."""

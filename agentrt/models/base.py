@@ -29,7 +29,7 @@ __all__ = [
 # A validating dataclass rather than a BaseModel: a run holds every message of its conversation,
 # and a BaseModel instance carries a per-instance set of the fields given (a 1 KB table once it
 # has five) where a slotted dataclass carries nothing but its fields.
-@pydantic.dataclasses.dataclass(frozen=True, slots=True)
+@pydantic.dataclasses.dataclass(frozen=True, slots=True, config=ConfigDict(defer_build=True))
 class Message:
     """One message of a conversation, in the shape OpenAI-compatible servers take."""
 
@@ -49,7 +49,7 @@ class Message:
 class ToolDefinition(BaseModel):
     """A tool as a model sees it: name, description and a JSON schema of its arguments."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     description: str
@@ -64,6 +64,8 @@ TOOL_RESULTS_NUDGE = (
 
 class ModelRequest(BaseModel):
     """One model call."""
+
+    model_config = ConfigDict(defer_build=True)
 
     messages: list[Message]
     tools: list[ToolDefinition] = Field(default_factory=list)
@@ -83,6 +85,8 @@ class ModelRequest(BaseModel):
 
 
 class TextChunk(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     kind: Literal["text"] = "text"
     text: str
 
@@ -92,12 +96,16 @@ class ReasoningChunk(BaseModel):
     `delta.reasoning`, from vLLM, SGLang, llama.cpp, DeepSeek): streamed as `reasoning_delta`
     events, never part of the answer."""
 
+    model_config = ConfigDict(defer_build=True)
+
     kind: Literal["reasoning"] = "reasoning"
     text: str
 
 
 class ToolCallChunk(BaseModel):
     """A piece of a native tool call; pieces of one call share `index`."""
+
+    model_config = ConfigDict(defer_build=True)
 
     kind: Literal["tool_call"] = "tool_call"
     index: int
@@ -107,6 +115,8 @@ class ToolCallChunk(BaseModel):
 
 
 class UsageChunk(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     kind: Literal["usage"] = "usage"
     usage: Usage
 

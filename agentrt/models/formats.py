@@ -13,9 +13,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from jinja2 import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 from agentrt.settings import ToolFormat
 
 __all__ = [
@@ -104,6 +101,10 @@ def template_starts_in_reasoning(template: str) -> bool:
     (DeepSeek-R1's does, Qwen3's with thinking on), so the model's answer begins with its
     reasoning and only ``</think>`` arrives. The template is rendered as llama.cpp renders a
     GGUF's (a sandboxed jinja2, blocks trimmed); one that fails to render opens nothing."""
+    # Imported here, as the workspace does: only the embedded model reads a chat template, and
+    # jinja2 would cost every `import agentrt` ~15 ms, programs that never render one included.
+    from jinja2 import TemplateError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     def raise_exception(message: str) -> None:
         raise TemplateError(message)

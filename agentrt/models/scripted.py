@@ -27,7 +27,7 @@ _TOKEN = re.compile(r"\s*\S+|\s+")
 class ScriptedTurn(BaseModel):
     """One scripted answer: text, and optionally native tool calls."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
     text: str = ""
     reasoning: str = ""

@@ -45,7 +45,7 @@ __all__ = [
 
 
 class SessionTool(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     """What the model calls it (a name a model can write, and a tag can hold)."""
@@ -59,6 +59,8 @@ class SessionTool(BaseModel):
 class Turn(BaseModel):
     """What one run added to its session."""
 
+    model_config = ConfigDict(defer_build=True)
+
     run_id: str
     messages: list[Message] = []
     """The run's question, its tool calls and their results, its answer."""
@@ -70,6 +72,8 @@ class Turn(BaseModel):
 
 
 class Session(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     version: int = 0
     """How many turns are stored: the `expected_version` of the next `append`."""
@@ -99,6 +103,8 @@ class Session(BaseModel):
 class RunRecord(BaseModel):
     """A run as the store knows it: written when it starts and again when it ends."""
 
+    model_config = ConfigDict(defer_build=True)
+
     run_id: str
     session_id: str | None = None
     query: str
@@ -117,7 +123,7 @@ class Scope(BaseModel):
     Written as global ids: `"<context>"` for a whole context, `"<context>/<item>"` for one item.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     contexts: dict[str, list[str] | None]
     """Context id → its selected item ids, or None for the whole context."""

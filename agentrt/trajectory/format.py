@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrt._validation import describe_errors
 from agentrt._version import __version__
@@ -54,6 +54,8 @@ log = get_logger("agentrt.trajectory.format")
 
 
 class TrajectoryHeader(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     type: Literal["header"] = "header"
     format_version: int = FORMAT_VERSION
     # A factory, not a default: the published schema must not change with every release.
@@ -90,6 +92,8 @@ class TrajectoryHeader(BaseModel):
 
 class Trajectory(BaseModel):
     """A recorded run."""
+
+    model_config = ConfigDict(defer_build=True)
 
     header: TrajectoryHeader
     events: list[Event]
@@ -170,6 +174,8 @@ class Trajectory(BaseModel):
 
 class _Stamp(BaseModel):
     """What a header of any format holds: enough to choose how to read the rest."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: Literal["header"]
     format_version: int = Field(ge=1)

@@ -81,7 +81,8 @@ def test_overhead_quick_prints_every_target_against_the_instrumented_floor() -> 
         "KB per concurrent run (100)",
         "runs/s at 1 concurrent",
         "runs/s at 300 concurrent (peak RSS MB)",
-        "import agentrt (ms, best of 5 fresh processes)",
+        "import agentrt (ms, median of 5 fresh processes)",
+        "import agentrt and a code-first agent's first run (ms, median of 5)",
         "allocated blocks gained, runs 30→300",
         "heap bytes kept per run, 300 more (tracemalloc)",
     ):
