@@ -210,13 +210,7 @@ class Agent(Generic[DepsT, OutputT]):
         # Deps are for running tools: a replay answering calls from a recording needs none.
         needing = _tools_needing_deps(self.workspace, deps_type)
         self._needs_deps = needing if tool_runner is run_tool else []
-        strategies = self.workspace.strategies
-        if len(strategies) > 1 and self.settings.default_strategy not in strategies:
-            msg = (
-                f"default_strategy {self.settings.default_strategy!r} is not a strategy of "
-                f"{self.workspace.root} (it has: {', '.join(strategies)})"
-            )
-            raise UserError(msg)
+        _check_default_strategy(self.workspace, self.settings.default_strategy)
         self.sessions: SessionStore = open_store(self.settings.session_store or "memory:")
         """Every session's turns and named results, and (when `session_store` is set) every
         run's status: opened on first use, or by `start()`."""
@@ -975,6 +969,17 @@ def _workspace(
     if isinstance(workspace, Workspace):
         return workspace.with_tools(tools) if tools else workspace
     return Workspace(workspace, tools=tools)
+
+
+def _check_default_strategy(workspace: Workspace, name: str) -> None:
+    """:raises UserError: `name` is not a strategy of a workspace that has several"""
+    strategies = workspace.strategies
+    if len(strategies) > 1 and name not in strategies:
+        msg = (
+            f"default_strategy {name!r} is not a strategy of {workspace.root} "
+            f"(it has: {', '.join(strategies)})"
+        )
+        raise UserError(msg)
 
 
 def _tools_needing_deps(workspace: Workspace, deps_type: Any) -> list[str]:
