@@ -120,6 +120,10 @@ class TestCodeFirst:
             Agent(model, workspace=TEST_WORKSPACE, instructions="x")
         with pytest.raises(UserError, match="min_fit= is for an agent without a workspace"):
             Agent(model, workspace=TEST_WORKSPACE, min_fit=0.1)
+        unknown = AgentSettings(default_strategy="nope")
+        wanted = r"default_strategy 'nope' is not a strategy of .*it has: direct, "
+        with pytest.raises(UserError, match=wanted):
+            Agent(model, workspace=TEST_WORKSPACE, settings=unknown)
         with pytest.raises(ToolDefinitionError, match="'add' is not a function"):
             Agent(model, tools=["add"])  # type: ignore[list-item]
 
