@@ -151,6 +151,15 @@ class RunContext:
         self._send = send
 
     def emit(self, cls: type[E], /, **fields: Any) -> E:
+        """Stamp the next event of the run, built from `fields`, and route it.
+
+        The event is validated as it is built: one that is not a member of the published union
+        raises `ValidationError` here, where the mistake is, before it takes a `seq`; it is
+        never written nor streamed. Validation is kept on purpose: building events without it
+        (as `model_construct` does, minus its generality) saved at most 0.5 µs of the ~2.2
+        an event costs, and checking their fields in Python instead cost more than
+        pydantic-core's validation (measured, issue 22).
+        """
         event = cls(run_id=self.run_id, seq=self._seq, t=round(self.elapsed(), 6), **fields)
         self._seq += 1
         if self.writer is not None:

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from pydantic import ValidationError
 
-from agentrt import Trajectory, __version__
+from agentrt import (
+    Event,
+    ScriptedModel,
+    ToolFinishedEvent,
+    Trajectory,
+    TurnStartedEvent,
+    __version__,
+)
+from agentrt.events import event_adapter
+from agentrt.run import RunContext
 from agentrt.trajectory.replay import replay
-from tests.helpers import TEST_WORKSPACE, MakeAgent, call, classified
+from agentrt.trajectory.writer import TrajectoryWriter
+from tests.helpers import TEST_WORKSPACE, MakeAgent, call, classified, header
 
 
 async def recorded(make_agent: MakeAgent, token_delay: float = 0.0) -> Trajectory:
@@ -101,3 +115,36 @@ class TestReplay:
         assert difference.replayed is not None
         assert difference.recorded["type"] == "tool_finished"
         assert (difference.recorded["output"], difference.replayed["output"]) == (5, 6)
+
+
+async def test_a_malformed_event_is_never_written(tmp_path: Path) -> None:
+    """`RunContext.emit` validates every event it builds: one that is not a member of the
+    published union raises where it is emitted, before it takes a `seq`, so neither the
+    trajectory nor the stream ever gets it, and the run's events stay gap-free."""
+    path = tmp_path / "run.jsonl"
+    ctx = RunContext("run", ScriptedModel([]), header(), TrajectoryWriter(path))
+    send, receive = anyio.create_memory_object_stream[Event](math.inf)
+    ctx.attach(send)
+    ctx.emit(TurnStartedEvent, step=1)
+    malformed: list[dict[str, Any]] = [
+        {"status": "weird"},  # not one of the `Literal`'s values
+        {"duration": "fast"},  # not a float
+        {"output": object()},  # not JSON
+        {"name": None},  # a required field left empty
+        {"unknown": 1},  # a field the event does not have (ignored by the model: see below)
+    ]
+    fields = {"step": 1, "call_id": "c1", "name": "noop", "status": "ok", "duration": 0.0}
+    for bad in malformed[:-1]:
+        with pytest.raises(ValidationError):
+            ctx.emit(ToolFinishedEvent, **{**fields, **bad})
+    with pytest.raises(ValidationError):
+        ctx.emit(ToolFinishedEvent, step=1, call_id="c1", status="ok", duration=0.0)
+    # An unknown field is dropped, as pydantic drops it: the event written is still whole.
+    ctx.emit(ToolFinishedEvent, **fields, **malformed[-1])
+    ctx.close()
+    lines = path.read_bytes().splitlines()[1:]
+    written = [event_adapter.validate_json(line) for line in lines]
+    streamed = [event async for event in receive]
+    assert [(e.seq, e.type) for e in written] == [(0, "turn_started"), (1, "tool_finished")]
+    assert [e.json_bytes for e in streamed] == lines
+    assert b"unknown" not in lines[1]
