@@ -351,13 +351,18 @@ class ModelStream:
             self._opened = "<think>" if inside else ""
             self._splitter = ReasoningSplitter(starts_in_reasoning=inside)
         self.raw.append(chunk.text)
-        return self._content(self._splitter.feed(chunk.text))
+        return self._content(self._splitter.feed(chunk.text), chunk)
 
-    def _content(self, pieces: list[SplitPiece]) -> list[ContentChunk]:
+    def _content(
+        self, pieces: list[SplitPiece], chunk: TextChunk | None = None
+    ) -> list[ContentChunk]:
+        """The content among `pieces`, split from `chunk`; their reasoning goes out as events."""
         out: list[ContentChunk] = []
         for piece in pieces:
             if isinstance(piece, ReasoningPiece):
                 self.ctx.emit(ReasoningDeltaEvent, step=self.step, text=piece.text)
+            elif chunk is not None and piece.text == chunk.text:
+                out.append(chunk)  # the chunk is all content (most are): no copy to validate
             else:
                 out.append(TextChunk(text=piece.text))
         return out
