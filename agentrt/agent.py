@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import math
 import re
 import secrets
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -65,7 +64,7 @@ from agentrt.resume import (
     check_resumable,
     read_recording,
 )
-from agentrt.run import RunContext, TokenLimits
+from agentrt.run import EventFeed, RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.results import frames_of, restored
 from agentrt.sessions.store import (
@@ -518,27 +517,17 @@ class Agent(Generic[DepsT, OutputT]):
                 "`async with agent:` (or after `await agent.start()`)"
             )
             raise UserError(msg)
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        feed = EventFeed()
         cancel = anyio.CancelScope()
-        ctx.attach(send)
+        ctx.attach(feed)
         producer = asyncio.get_running_loop().create_task(
             self._produce(ctx, cancel, request, outcome)
         )
         try:
-            with receive:
-                while True:
-                    try:
-                        # Take what is ready without a trip through the event loop.
-                        event = receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        try:
-                            event = await receive.receive()
-                        except anyio.EndOfStream:
-                            return
-                    except anyio.EndOfStream:
-                        return
-                    yield event
+            while (event := await feed.get()) is not None:
+                yield event
         finally:
+            feed.leave()
             cancel.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait({producer})

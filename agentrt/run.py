@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
-
-import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from agentrt.events import (
     Event,
@@ -51,6 +49,7 @@ from agentrt.trajectory.writer import TrajectoryWriter
 
 __all__ = [
     "ContentChunk",
+    "EventFeed",
     "ModelStream",
     "RunContext",
     "TokenLimitReached",
@@ -105,6 +104,56 @@ def _estimate(chunk: ModelChunk) -> int:
     return 0
 
 
+class EventFeed:
+    """A run's events on their way to its reader, in order: the run adds each without ever
+    waiting (`RunContext.emit` is synchronous), the reader waits for the next.
+
+    What the run used anyio's memory object stream for, without what it does besides (a
+    checkpoint per receive, statistics, many senders and receivers): an event cost the two
+    sides about 3 µs through it, a fifth of a turn's overhead in all (measured, issue 22).
+    """
+
+    def __init__(self) -> None:
+        self._events: deque[Event] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
+        self._left = False
+
+    def put(self, event: Event) -> None:
+        if self._left:
+            return  # the reader went away; the trajectory still gets everything
+        self._events.append(event)
+        self._wake()
+
+    def close(self) -> None:
+        """No more events: the reader gets those left, then the end."""
+        self._closed = True
+        self._wake()
+
+    def leave(self) -> None:
+        """The reader is gone: drop what it did not read, and all that comes."""
+        self._left = True
+        self._events.clear()
+
+    async def get(self) -> Event | None:
+        """The next event, None at the end; an event already there is taken at once, without a
+        trip through the event loop."""
+        while not self._events:
+            if self._closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._events.popleft()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
 class RunContext:
     """Stamps and routes the events of one run; keeps its usage and timings.
 
@@ -128,7 +177,7 @@ class RunContext:
         self.header = header
         """What the trajectory file starts with; completed once the strategy is chosen."""
         self.writer = writer
-        self._send: MemoryObjectSendStream[Event] | None = None
+        self._feed: EventFeed | None = None
         self._seq = 0
         self.started = time.perf_counter()
         self.usage = Usage()
@@ -146,9 +195,9 @@ class RunContext:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
-    def attach(self, send: MemoryObjectSendStream[Event]) -> None:
-        """Send every event from now on into `send` too (the run's reader)."""
-        self._send = send
+    def attach(self, feed: EventFeed) -> None:
+        """Put every event from now on into `feed` too (the run's reader's)."""
+        self._feed = feed
 
     def emit(self, cls: type[E], /, **fields: Any) -> E:
         """Stamp the next event of the run, built from `fields`, and route it.
@@ -169,11 +218,8 @@ class RunContext:
                 asyncio.get_running_loop().call_soon(self._write)
         if self.observe is not None:
             self.observe(event)  # type: ignore[arg-type]
-        if self._send is not None:
-            try:
-                self._send.send_nowait(event)  # type: ignore[arg-type]
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._send = None  # the reader went away; the trajectory still gets everything
+        if self._feed is not None:
+            self._feed.put(event)  # type: ignore[arg-type]
         return event
 
     def _write(self) -> None:
@@ -195,9 +241,9 @@ class RunContext:
             if self.writer is not None:
                 self.writer.flush(self.header)
         finally:
-            if self._send is not None:
-                self._send.close()
-                self._send = None
+            if self._feed is not None:
+                self._feed.close()
+                self._feed = None
 
     def record_model_response(
         self,

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from pydantic import ValidationError
 
 from agentrt import (
-    Event,
     ScriptedModel,
     ToolFinishedEvent,
     Trajectory,
@@ -21,7 +18,7 @@ from agentrt import (
     __version__,
 )
 from agentrt.events import event_adapter
-from agentrt.run import RunContext
+from agentrt.run import EventFeed, RunContext
 from agentrt.trajectory.replay import replay
 from agentrt.trajectory.writer import TrajectoryWriter
 from tests.helpers import TEST_WORKSPACE, MakeAgent, call, classified, header
@@ -123,8 +120,8 @@ async def test_a_malformed_event_is_never_written(tmp_path: Path) -> None:
     trajectory nor the stream ever gets it, and the run's events stay gap-free."""
     path = tmp_path / "run.jsonl"
     ctx = RunContext("run", ScriptedModel([]), header(), TrajectoryWriter(path))
-    send, receive = anyio.create_memory_object_stream[Event](math.inf)
-    ctx.attach(send)
+    feed = EventFeed()
+    ctx.attach(feed)
     ctx.emit(TurnStartedEvent, step=1)
     malformed: list[dict[str, Any]] = [
         {"status": "weird"},  # not one of the `Literal`'s values
@@ -144,7 +141,9 @@ async def test_a_malformed_event_is_never_written(tmp_path: Path) -> None:
     ctx.close()
     lines = path.read_bytes().splitlines()[1:]
     written = [event_adapter.validate_json(line) for line in lines]
-    streamed = [event async for event in receive]
+    streamed = []
+    while (event := await feed.get()) is not None:
+        streamed.append(event)
     assert [(e.seq, e.type) for e in written] == [(0, "turn_started"), (1, "tool_finished")]
     assert [e.json_bytes for e in streamed] == lines
     assert b"unknown" not in lines[1]
