@@ -1,12 +1,13 @@
 """Internal. The agent: one async generator per run, from the query to `run_finished`.
 
-    run(query) ──► producer task ─────────────────────────────────────────► memory stream ──► caller
-                   classify → strategy → tools → planner (→ executor)      (events, in seq order)
+    run(query) ──► producer task ─────────────────────────────────────────► event feed ──► caller
+                   classify → strategy → tools → planner (→ executor)      (in seq order)
 
 The producer runs in its own task and owns every task group of the run; the generator only
-reads the stream. So the caller may stop iterating at any point (`aclose()`, `break`, a
-cancelled request): the generator's `finally` cancels the producer, waits until it has
-cancelled its tools and written `run_finished` to the trajectory, and leaves nothing behind.
+reads the feed (`agentrt.run.EventFeed`). So the caller may stop iterating at any point
+(`aclose()`, `break`, a cancelled request): the generator's `finally` cancels the producer,
+waits until it has cancelled its tools and written `run_finished` to the trajectory, and leaves
+nothing behind.
 """
 
 from __future__ import annotations
