@@ -1,12 +1,13 @@
 """Internal. The agent: one async generator per run, from the query to `run_finished`.
 
-    run(query) ──► producer task ─────────────────────────────────────────► memory stream ──► caller
-                   classify → strategy → tools → planner (→ executor)      (events, in seq order)
+    run(query) ──► producer task ─────────────────────────────────────────► event feed ──► caller
+                   classify → strategy → tools → planner (→ executor)      (in seq order)
 
 The producer runs in its own task and owns every task group of the run; the generator only
-reads the stream. So the caller may stop iterating at any point (`aclose()`, `break`, a
-cancelled request): the generator's `finally` cancels the producer, waits until it has
-cancelled its tools and written `run_finished` to the trajectory, and leaves nothing behind.
+reads the feed (`agentrt.run.EventFeed`). So the caller may stop iterating at any point
+(`aclose()`, `break`, a cancelled request): the generator's `finally` cancels the producer,
+waits until it has cancelled its tools and written `run_finished` to the trajectory, and leaves
+nothing behind.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import math
 import re
 import secrets
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -65,7 +65,7 @@ from agentrt.resume import (
     check_resumable,
     read_recording,
 )
-from agentrt.run import RunContext, TokenLimits
+from agentrt.run import EventFeed, RunContext, TokenLimits
 from agentrt.sessions.history import fit_history
 from agentrt.sessions.results import frames_of, restored
 from agentrt.sessions.store import (
@@ -512,27 +512,17 @@ class Agent(Generic[DepsT, OutputT]):
                 "`async with agent:` (or after `await agent.start()`)"
             )
             raise UserError(msg)
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        feed = EventFeed()
         cancel = anyio.CancelScope()
-        ctx.attach(send)
+        ctx.attach(feed)
         producer = asyncio.get_running_loop().create_task(
             self._produce(ctx, cancel, request, outcome)
         )
         try:
-            with receive:
-                while True:
-                    try:
-                        # Take what is ready without a trip through the event loop.
-                        event = receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        try:
-                            event = await receive.receive()
-                        except anyio.EndOfStream:
-                            return
-                    except anyio.EndOfStream:
-                        return
-                    yield event
+            while (event := await feed.get()) is not None:
+                yield event
         finally:
+            feed.leave()
             cancel.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait({producer})

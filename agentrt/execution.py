@@ -31,7 +31,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import JsonValue, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 from pydantic_core import to_jsonable_python
 
 from agentrt._validation import describe_errors
@@ -69,6 +69,10 @@ ApprovalPolicy = Callable[[str, dict[str, JsonValue]], bool]
 
 _UNLIMITED = nullcontext()
 """The `limit` of a tool that shares none."""
+
+# `json.dumps` with any option builds a new encoder per call; these run for every tool call.
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_OBSERVATION = json.JSONEncoder(ensure_ascii=False)
 
 
 @dataclass(slots=True)
@@ -186,8 +190,12 @@ class Executor:
         step: int,
         call_id: str,
         depends_on: Sequence[str] = (),
+        arguments_json: str | None = None,
     ) -> PreparedCall | ToolOutcome:
-        """Check a parsed call; a refusal is reported as an event and returned as an outcome."""
+        """Check a parsed call; a refusal is reported as an event and returned as an outcome.
+
+        :param arguments_json: `canonical_arguments(piece.arguments)`, if the caller has it
+        """
         if isinstance(piece, InvalidPiece):
             return self._refuse(step, call_id, piece.name, piece.raw, piece.reason)
         tool = self.tools.get(piece.name)
@@ -200,13 +208,7 @@ class Executor:
         try:
             validated = tool.args_model.model_validate(piece.arguments)
         except ValidationError as exc:
-            problems = describe_errors(exc, root="arguments", quote=False)
-            schema = json.dumps(tool.definition.parameters.get("properties", {}))
-            reason = (
-                f"Invalid arguments for {tool.name}: {problems}. "
-                f"Call it again with arguments matching: {schema}"
-            )
-            return self._refuse(step, call_id, tool.name, piece.raw, reason)
+            return self._refuse(step, call_id, tool.name, piece.raw, _invalid(tool, exc))
         self.ctx.emit(
             ToolCallEvent,
             step=step,
@@ -216,9 +218,9 @@ class Executor:
             format=piece.format,
             depends_on=list(depends_on),
         )
-        return PreparedCall(
-            step, call_id, tool, dict(validated), canonical_arguments(piece.arguments)
-        )
+        if arguments_json is None:
+            arguments_json = canonical_arguments(piece.arguments)
+        return PreparedCall(step, call_id, tool, _values(validated), arguments_json)
 
     def _refuse(
         self, step: int, call_id: str, name: str | None, raw: str, reason: str
@@ -462,16 +464,32 @@ class Executor:
         )
 
     def _observation(self, output: JsonValue) -> str:
-        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        text = output if isinstance(output, str) else _OBSERVATION.encode(output)
         limit = self.max_observation_chars
         if len(text) > limit:
             text = text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
         return text
 
 
+def _invalid(tool: Tool, exc: ValidationError) -> str:
+    """Why the model's arguments do not fit `tool`, and what would."""
+    problems = describe_errors(exc, root="arguments", quote=False)
+    schema = json.dumps(tool.definition.parameters.get("properties", {}))
+    return (
+        f"Invalid arguments for {tool.name}: {problems}. "
+        f"Call it again with arguments matching: {schema}"
+    )
+
+
 def canonical_arguments(arguments: dict[str, Any]) -> str:
     """Arguments as JSON with sorted keys: equal JSON is an equal call, whatever the order."""
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+    return _CANONICAL.encode(arguments)
+
+
+def _values(validated: BaseModel) -> dict[str, Any]:
+    """A validated arguments model as the keyword arguments of its function. Not `dict(m)`,
+    which first asks the model for `keys` (a miss that costs pydantic an exception)."""
+    return dict(iter(validated))
 
 
 def edited_call(call: PreparedCall, arguments: Mapping[str, Any]) -> PreparedCall:
@@ -481,7 +499,7 @@ def edited_call(call: PreparedCall, arguments: Mapping[str, Any]) -> PreparedCal
     """
     validated = call.tool.args_model.model_validate(dict(arguments))
     return PreparedCall(
-        call.step, call.call_id, call.tool, dict(validated), canonical_arguments(dict(arguments))
+        call.step, call.call_id, call.tool, _values(validated), canonical_arguments(dict(arguments))
     )
 
 

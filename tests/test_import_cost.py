@@ -81,7 +81,7 @@ NOT_IMPORTED = [
     # Logging: structlog (and rich through it) when a record is first logged.
     "structlog",
     "rich",
-    # anyio's memory streams, by the first run (the run context names the type only).
+    # anyio's memory streams: nothing at import makes one.
     "anyio.streams.memory",
     # Feature packages and optional extras.
     "agentrt.server",

@@ -91,6 +91,9 @@ _ACTIONS: tuple[dict[str, int | None], ...] = (
     {},
 )
 _LONGEST = max(len(tag) for actions in _ACTIONS for tag in actions)
+# Each state's tags as one pattern, in `_ACTIONS` order: a text holding many ``<`` that begin
+# no tag (tool-call markup) is searched once instead of tried tag by tag at each ``<``.
+_FIND = tuple(re.compile("|".join(map(re.escape, actions))) for actions in _ACTIONS)
 _CHANNEL_NAME = re.compile(r"<\|channel\|>\s*([^\s<]+)")
 _RECIPIENT = re.compile(r"(?:^|\s|>)to=")
 
@@ -172,26 +175,26 @@ class ReasoningSplitter:
 
     def _on_text(self, text: str, i: int) -> int:
         state = self._state
-        j = text.find("<", i)
-        if j < 0:
-            self._put(state, text[i:])
-            return len(text)
-        self._put(state, text[i:j])
         actions = _ACTIONS[state]
-        rest = text[j : j + _LONGEST]
-        for tag, after in actions.items():
-            if rest.startswith(tag):
-                if after is not None:
-                    self._state = after
-                if after == _HEADER:
-                    self._header = tag
-                return j + len(tag)
-        if len(rest) < _LONGEST and any(tag.startswith(rest) for tag in actions):
-            # The text ends within what may be a tag: hold it until the next chunk decides.
-            self._pending = rest
-            return len(text)
-        self._put(state, "<")
-        return j + 1
+        found = _FIND[state].search(text, i)
+        if found is not None:
+            self._put(state, text[i : found.start()])
+            tag = found.group()
+            after = actions[tag]
+            if after is not None:
+                self._state = after
+            if after == _HEADER:
+                self._header = tag
+            return found.end()
+        # No whole tag: the text is all this state's, but the text may end within a tag (each
+        # tag holds one "<", its first character); hold that until the next chunk decides.
+        j = text.rfind("<", max(i, len(text) - _LONGEST + 1))
+        if j >= 0 and any(tag.startswith(text[j:]) for tag in actions):
+            self._put(state, text[i:j])
+            self._pending = text[j:]
+        else:
+            self._put(state, text[i:])
+        return len(text)
 
     def _on_header(self, text: str, i: int) -> int:
         # The header is short (at most HEADER_LIMIT), so it is kept as one string; only its

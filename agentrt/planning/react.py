@@ -271,8 +271,10 @@ class _Turn:
                 if isinstance(piece, CallPiece) and piece.id
                 else f"call_{self.step}_{len(self.batch.outcomes) + 1}"
             )
+            arguments_json = None
             if isinstance(piece, CallPiece):
-                identity = piece.name + canonical_arguments(piece.arguments)
+                arguments_json = canonical_arguments(piece.arguments)
+                identity = piece.name + arguments_json
                 if identity in self._written:
                     ctx.emit(
                         GuardEvent,
@@ -284,5 +286,8 @@ class _Turn:
                     )
                     return True
                 self._written.add(identity)
-            self.batch.add(self.run.task.executor.admit(piece, step=self.step, call_id=call_id))
+            admitted = self.run.task.executor.admit(
+                piece, step=self.step, call_id=call_id, arguments_json=arguments_json
+            )
+            self.batch.add(admitted)
         return False
