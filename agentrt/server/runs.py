@@ -85,6 +85,9 @@ class RunHandle:
         self.started = anyio.Event()
         """Set once `run_id` is known, or the run failed before it was."""
         self.finished = anyio.Event()
+        self.strikes = 0
+        """How often the registry's keep-alive clock has struck (every half `keepalive`) while
+        the run was live: a stream that has sent nothing for 3 strikes sends a comment."""
         self._scope = anyio.CancelScope()
         self._changed = anyio.Event()
 
@@ -113,8 +116,12 @@ class RunHandle:
             self.cancel()
 
     async def changed(self) -> None:
-        """Wait until an event is added or the run ends."""
+        """Wait until an event is added, the run ends or the keep-alive clock strikes."""
         await self._changed.wait()
+
+    def _strike(self) -> None:
+        self.strikes += 1
+        self._wake()
 
     def _publish(self, events: list[Event]) -> None:
         self.events.extend(events)
@@ -132,6 +139,9 @@ class RunRegistry:
     :param max_runs: runs that may be live at once on this server
     :param max_runs_per_token: runs that may be live at once for one token
     :param keep_finished: finished runs kept in memory; older ones are read from their files
+    :param keepalive: seconds of silence after which an SSE stream gets a comment (sent
+        between 1 and 1.5 times that: one clock per server strikes every half of it, rather
+        than a timer per stream and wait)
     """
 
     def __init__(
@@ -141,8 +151,10 @@ class RunRegistry:
         max_runs: int,
         max_runs_per_token: int,
         keep_finished: int,
+        keepalive: float,
     ) -> None:
         self.trajectory_dir = trajectory_dir
+        self.keepalive = keepalive
         self.max_runs = max_runs
         self.max_runs_per_token = max_runs_per_token
         self.keep_finished = keep_finished
@@ -162,11 +174,18 @@ class RunRegistry:
         """Hold the task group runs are consumed in; on exit every live run is cancelled."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            tg.start_soon(self._keepalive_clock)
             try:
                 yield
             finally:
                 self._tg = None
                 tg.cancel_scope.cancel()
+
+    async def _keepalive_clock(self) -> None:
+        while True:
+            await anyio.sleep(self.keepalive / 2)
+            for handle in self._live:
+                handle._strike()
 
     def cancel_all(self) -> None:
         """Cancel every run in progress (each ends as `cancel` says)."""
