@@ -129,6 +129,7 @@ class RunContext:
         """What the trajectory file starts with; completed once the strategy is chosen."""
         self.writer = writer
         self._send: MemoryObjectSendStream[Event] | None = None
+        self._deliver: Callable[[Event], None] | None = None
         self._seq = 0
         self.started = time.perf_counter()
         self.usage = Usage()
@@ -150,6 +151,11 @@ class RunContext:
         """Send every event from now on into `send` too (the run's reader)."""
         self._send = send
 
+    def divert(self, to: Callable[[Event], None]) -> None:
+        """Hand every event to `to`, in the emitting task as it is made, instead of sending it
+        to the reader (whose stream then only ends): see `AgentRun._deliver`."""
+        self._deliver = to
+
     def emit(self, cls: type[E], /, **fields: Any) -> E:
         event = cls(run_id=self.run_id, seq=self._seq, t=round(self.elapsed(), 6), **fields)
         self._seq += 1
@@ -160,7 +166,9 @@ class RunContext:
                 asyncio.get_running_loop().call_soon(self._write)
         if self.observe is not None:
             self.observe(event)  # type: ignore[arg-type]
-        if self._send is not None:
+        if self._deliver is not None:
+            self._deliver(event)  # type: ignore[arg-type]
+        elif self._send is not None:
             try:
                 self._send.send_nowait(event)  # type: ignore[arg-type]
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):

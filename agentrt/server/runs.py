@@ -1,21 +1,23 @@
-"""Internal. The runs a server holds: each consumed by a task of its own, its events kept for the
+"""Internal. The runs a server holds: each driven by a task of its own, its events kept for the
 streams.
 
-    POST /runs ─► agent.run(…) ─► RunRegistry.start ─► consumer task ─► RunHandle.events
-                                                                             │
-    the stream that started the run (its owner) ◄────────────────────────────┤
-    GET /runs/{id}/events (watchers, Last-Event-ID) ◄────────────────────────┘
+    POST /runs ─► agent.run(…) ─► RunRegistry.start ─► consumer task (drives the run)
+                                  the run's task, each event as it is made ─► RunHandle.events
+                                                                                  │
+    the stream that started the run (its owner) ◄─────────────────────────────────┤
+    GET /runs/{id}/events (watchers, Last-Event-ID) ◄─────────────────────────────┘
 
-A run is consumed by a task in the registry's task group rather than by the request that
+A run is driven by a task in the registry's task group rather than by the request that
 started it, so that the cancel endpoint and other streams can reach it while it runs. The
 request that started it still owns it: when that stream ends before the run does (the client
-went away), the run is cancelled.
+went away), the run is cancelled. The events do not pass through that task: the run's own task
+appends each to the handle as it makes it (`AgentRun._deliver`), and the streams waiting on the
+handle wake once for all the events made since they last looked.
 
-When a run is cancelled, the agent records `run_finished: cancelled` in the trajectory but no
-longer yields it (its generator is being closed); the consumer then takes the events it did not
-see from the trajectory file, so that every stream still ends with the run's `run_finished`.
-Should the file not have it (it could not be written), the server says so in a `run_finished`
-of its own: a stream never ends without one.
+A cancelled run still delivers its `run_finished: cancelled`, so every stream ends with it.
+Should a run end without one (cancelled before it began, at shutdown), the consumer looks for
+the events it lacks in the trajectory file, and failing that the server says so in a
+`run_finished` of its own: a stream never ends without one.
 
 When the server is one of several workers, every event its runs publish also goes to the relay
 (`RunRegistry.relay`; `agentrt.server.relay`), for the streams of the other workers.
@@ -23,6 +25,7 @@ When the server is one of several workers, every event its runs publish also goe
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -90,6 +93,7 @@ class RunHandle:
         the run was live: a stream that has sent nothing for 3 strikes sends a comment."""
         self._scope = anyio.CancelScope()
         self._changed = anyio.Event()
+        self._awaited = False
 
     @property
     def live(self) -> bool:
@@ -117,6 +121,7 @@ class RunHandle:
 
     async def changed(self) -> None:
         """Wait until an event is added, the run ends or the keep-alive clock strikes."""
+        self._awaited = True
         await self._changed.wait()
 
     def _strike(self) -> None:
@@ -128,8 +133,12 @@ class RunHandle:
         self._wake()
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        # A new event only once the last one was waited on: a run publishes several events in
+        # a row, its streams wake once.
+        if self._awaited:
+            self._awaited = False
+            self._changed.set()
+            self._changed = anyio.Event()
 
 
 class RunRegistry:
@@ -264,14 +273,13 @@ class RunRegistry:
         # In this task's context, which the run's tasks copy when the iteration starts them:
         # the trajectory's bytes of each event stay on it, for the streams to send.
         keep_json.set(True)
+        # Each event is published by the run's task as it is made: handed through a stream to
+        # this task instead, each cost a task switch more (a fifth of the server's CPU).
+        events._deliver(functools.partial(self._take, handle))
         try:
             with handle._scope:
-                async for event in events:
-                    if not handle.started.is_set():
-                        handle.run_id = event.run_id
-                        self._runs[event.run_id] = handle
-                        handle.started.set()
-                    self._publish(handle, [event])
+                async for _ in events:  # yields nothing (delivered), ends with the run
+                    pass
         except Exception:
             log.exception("a run's event stream failed", run_id=handle.run_id)
         finally:
@@ -281,6 +289,13 @@ class RunRegistry:
                 await events.aclose()
                 await self._complete(handle)
             self._retire(handle)
+
+    def _take(self, handle: RunHandle, event: Event) -> None:
+        if not handle.started.is_set():
+            handle.run_id = event.run_id
+            self._runs[event.run_id] = handle
+            handle.started.set()
+        self._publish(handle, [event])
 
     async def _complete(self, handle: RunHandle) -> None:
         """Take the events the stream did not deliver from the file, then settle the state."""

@@ -11,10 +11,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from agentrt import AgentRun, Trajectory, UserError
 from agentrt.events import Event
 from agentrt.server.runs import RunHandle, RunRegistry
 from agentrt.server.streams import StreamFormat, run_chunks
-from tests.helpers import MakeAgent, call, finish
+from tests.helpers import MakeAgent, call, check_stream, finish, last
 
 KEEPALIVE = b": keep-alive\n\n"
 
@@ -144,3 +145,61 @@ class TestKeepAlive:
             with anyio.fail_after(10):
                 while handle.strikes < 3:
                     await handle.changed()
+
+
+class TestDelivery:
+    async def test_events_go_to_the_function_from_the_run_task(
+        self, make_agent: MakeAgent, tmp_path: Path
+    ) -> None:
+        """A delivered run hands every event, in order, to the function in the run's own
+        tasks (not the reader's); its iterator yields nothing and ends with the run."""
+        agent = make_agent([call("nap", seconds=0, label="a"), finish("Ok.")])
+        run = agent.run("Take a nap", strategy="exploratory")
+        got: list[Event] = []
+        tasks: set[asyncio.Task[object] | None] = set()
+
+        def take(event: Event) -> None:
+            got.append(event)
+            tasks.add(asyncio.current_task())
+
+        run._deliver(take)
+        assert [e async for e in run] == []
+        (path,) = (tmp_path / "trajectories").glob("*/*.jsonl")
+        assert got == Trajectory.read(path).events
+        check_stream(got)
+        assert asyncio.current_task() not in tasks  # the run's (and its tools')
+
+    async def test_a_cancelled_run_delivers_its_end(self, make_agent: MakeAgent) -> None:
+        """Its reader cancelled while a tool runs (as the registry cancels a run), a delivered
+        run still hands over `run_finished: cancelled`: the server's streams end with it."""
+        agent = make_agent([call("nap", seconds=60, label="long")])
+        run = agent.run("Take a long nap", strategy="exploratory")
+        got: list[Event] = []
+        started = anyio.Event()
+
+        def take(event: Event) -> None:
+            got.append(event)
+            if event.type == "tool_started":
+                started.set()
+
+        run._deliver(take)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(collect, run)
+            await started.wait()
+            tg.cancel_scope.cancel()
+        check_stream(got)
+        assert (last(got).status, last(got).error) == ("cancelled", "the run was cancelled")
+
+    async def test_not_after_reading(self, make_agent: MakeAgent) -> None:
+        """Events already read cannot be delivered elsewhere."""
+        run = make_agent([finish("Ok.")]).run("Hi", strategy="exploratory")
+        async with run:
+            await anext(run)
+            with pytest.raises(UserError, match="deliver before iterating"):
+                run._deliver(lambda e: None)
+
+
+async def collect(run: AgentRun[str]) -> None:
+    async with run:  # closed however it ends, as the registry closes it
+        async for _ in run:
+            pass
