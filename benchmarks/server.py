@@ -90,6 +90,7 @@ def serve(fd: int, delay: float, runs: int, loop: str, http: str) -> None:
 
     from agentrt import Agent, AgentSettings
     from agentrt.server import Server, ServerSettings, create_app
+    from agentrt.server.serve import freeze_startup
 
     with tempfile.TemporaryDirectory() as tmp:
         agent = Agent(
@@ -105,6 +106,7 @@ def serve(fd: int, delay: float, runs: int, loop: str, http: str) -> None:
             loop=loop,
             http=http,
         )
+        freeze_startup()  # as `agentrt serve` does
         Server(config).run(sockets=[socket.socket(fileno=fd)])
 
 
