@@ -25,6 +25,7 @@ When the server is one of several workers, every event its runs publish also goe
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
@@ -92,8 +93,9 @@ class RunHandle:
         """How often the registry's keep-alive clock has struck (every half `keepalive`) while
         the run was live: a stream that has sent nothing for 3 strikes sends a comment."""
         self._scope = anyio.CancelScope()
-        self._changed = anyio.Event()
-        self._awaited = False
+        # asyncio's, not anyio's: it can be set and cleared, where an anyio Event is made anew
+        # for each wake-up (a few µs per event). The runtime runs on asyncio anyway.
+        self._changed = asyncio.Event()
 
     @property
     def live(self) -> bool:
@@ -121,7 +123,6 @@ class RunHandle:
 
     async def changed(self) -> None:
         """Wait until an event is added, the run ends or the keep-alive clock strikes."""
-        self._awaited = True
         await self._changed.wait()
 
     def _strike(self) -> None:
@@ -133,12 +134,10 @@ class RunHandle:
         self._wake()
 
     def _wake(self) -> None:
-        # A new event only once the last one was waited on: a run publishes several events in
-        # a row, its streams wake once.
-        if self._awaited:
-            self._awaited = False
-            self._changed.set()
-            self._changed = anyio.Event()
+        # A pulse: every stream waiting now is woken (once, however many events a run makes
+        # in a row), and the next wait waits.
+        self._changed.set()
+        self._changed.clear()
 
 
 class RunRegistry:
