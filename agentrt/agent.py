@@ -338,6 +338,7 @@ class Agent(Generic[DepsT, OutputT]):
         return AgentRun(
             self._events(ctx, request, outcome),
             functools.partial(self._result, ctx, outcome),
+            ctx.divert,
         )
 
     def resume(
@@ -386,6 +387,7 @@ class Agent(Generic[DepsT, OutputT]):
         return AgentRun(
             self._events(ctx, request, outcome),
             functools.partial(self._result, ctx, outcome),
+            ctx.divert,
         )
 
     async def prepare(self) -> None:

@@ -886,8 +886,12 @@ def _serve_workers(options: _ServeOptions, host: str, port: int, workers: int) -
 
 def _worker_app(options: _ServeOptions) -> Any:
     """The app of one worker process of `agentrt serve --workers N`."""
+    from agentrt.server.serve import freeze_startup
+
     configure_logging()
-    return options.app()[0]
+    application = options.app()[0]
+    freeze_startup()
+    return application
 
 
 def _serve_app(application: Any, agent: Agent, host: str, port: int) -> None:
@@ -895,6 +899,7 @@ def _serve_app(application: Any, agent: Agent, host: str, port: int) -> None:
     import uvicorn
 
     from agentrt.server import Server
+    from agentrt.server.serve import freeze_startup
 
     # On Ctrl-C the runs in progress are cancelled, their streams ended with run_finished; a
     # response still open 5 s later is cut off.
@@ -903,6 +908,7 @@ def _serve_app(application: Any, agent: Agent, host: str, port: int) -> None:
     async def main() -> None:
         await _prepare(agent.model)
         await agent.prepare()  # the tool index, if retrieval needs one: not in the first run
+        freeze_startup()
         await server.serve()
 
     anyio.run(main)

@@ -66,9 +66,11 @@ class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
         self,
         events: AsyncGenerator[Event, None],
         finish: Callable[[list[Event]], RunResult[OutputT]],
+        divert: Callable[[Callable[[Event], None]], None],
     ) -> None:
         self._events = events
         self._finish = finish
+        self._divert = divert
         self._seen: list[Event] = []
         self._result: RunResult[OutputT] | None = None
         self._driver: Coroutine[Any, Any, RunResult[OutputT]] | None = None
@@ -84,6 +86,16 @@ class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
         if isinstance(event, RunFinishedEvent):
             self._result = self._finish(self._seen)
         return event
+
+    def _deliver(self, to: Callable[[Event], None]) -> None:
+        """Internal (the server's). Hand each event to `to` in the run's own task, as it is
+        made, instead of to this iterator, which then yields nothing and ends when the run
+        does (iterate it to run it; `aclose` still cancels it). A reader that keeps every
+        event anyway is spared a task switch per event. Call it before iterating."""
+        if self._seen:
+            msg = "events already read cannot be delivered elsewhere: deliver before iterating"
+            raise UserError(msg)
+        self._divert(to)
 
     def _drive(self) -> Coroutine[Any, Any, RunResult[OutputT]]:
         if self._driver is None:

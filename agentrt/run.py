@@ -187,6 +187,7 @@ class RunContext:
         """What the trajectory file starts with; completed once the strategy is chosen."""
         self.writer = writer
         self._feed: EventFeed | None = None
+        self._deliver: Callable[[Event], None] | None = None
         self._seq = 0
         self.started = time.perf_counter()
         self.usage = Usage()
@@ -207,6 +208,11 @@ class RunContext:
     def attach(self, feed: EventFeed) -> None:
         """Put every event from now on into `feed` too (the run's reader's)."""
         self._feed = feed
+
+    def divert(self, to: Callable[[Event], None]) -> None:
+        """Hand every event to `to`, in the emitting task as it is made, instead of sending it
+        to the reader (whose stream then only ends): see `AgentRun._deliver`."""
+        self._deliver = to
 
     def emit(self, cls: type[E], /, **fields: Any) -> E:
         """Stamp the next event of the run, built from `fields`, and route it.
@@ -229,7 +235,9 @@ class RunContext:
                 asyncio.get_running_loop().call_soon(self._write)
         if self.observe is not None:
             self.observe(event)  # type: ignore[arg-type]
-        if self._feed is not None:
+        if self._deliver is not None:
+            self._deliver(event)  # type: ignore[arg-type]
+        elif self._feed is not None:
             self._feed.put(event)  # type: ignore[arg-type]
         return event
 

@@ -1,16 +1,21 @@
 """Streaming runs over HTTP: many concurrent SSE streams from a scripted model, over loopback.
 
     .venv/bin/python benchmarks/server.py                  # 200 concurrent runs, the table
+    .venv/bin/python benchmarks/server.py --runs 50        # fewer
     .venv/bin/python benchmarks/server.py --runs 5 --json  # a smoke check
+    .venv/bin/python benchmarks/server.py --loop uvloop --http httptools   # if installed
 
 The server runs in a process of its own (uvicorn serving `agentrt.server.create_app` over a
-scripted model that streams word by word and calls two tools at once); the clients are httpx
-with httpx-sse in this process, all runs started at once, after one unmeasured run that warms
-the server up. Latency is, for each event, the time from its creation in the server
-(`run_started.started_at + event.t`, the run's wall clock) to its receipt here, before its
-JSON is parsed: one machine, one clock. Both processes share the machine's cores, as a backend
-and its load generator would on one box; the table says how much CPU each used (the server's
-per event: the run, the stream and the HTTP write), and how busy the machine was.
+scripted model that streams word by word and calls two tools at once); the clients run in this
+process, all runs started at once, after one unmeasured run that warms the server up. They
+read the streams by hand (HTTP/1.1, chunked, SSE split at blank lines: `raw_frames`), as a load
+generator should: httpx with httpx-sse (`--client httpx`) used 4-5 times the server's CPU per
+event, and with both on 2 cores the latency measured was mostly the client's backlog. Latency
+is, for each event, the time from its creation in the server (`run_started.started_at +
+event.t`, the run's wall clock) to its receipt here, before its JSON is parsed: one machine,
+one clock. Both processes share the machine's cores, as a backend and its load generator
+would on one box; the table says how much CPU each used (the server's per event: the run, the
+stream and the HTTP write), and how busy the machine was.
 
 Each event is serialised once in the server, for its trajectory line and every stream alike;
 what that one serialisation costs is measured here too, on the events received, so that the
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import socket
@@ -77,12 +83,14 @@ class StreamingModel:
         yield UsageChunk(usage=Usage(prompt_tokens=10, completion_tokens=len(words)))
 
 
-def serve(fd: int, delay: float, runs: int) -> None:
-    """The server process: the app over the streaming model, on the listening socket `fd`."""
+def serve(fd: int, delay: float, runs: int, loop: str, http: str) -> None:
+    """The server process: the app over the streaming model, on the listening socket `fd`,
+    with uvicorn's `loop` and `http` implementations."""
     import uvicorn
 
     from agentrt import Agent, AgentSettings
     from agentrt.server import Server, ServerSettings, create_app
+    from agentrt.server.serve import freeze_startup
 
     with tempfile.TemporaryDirectory() as tmp:
         agent = Agent(
@@ -91,43 +99,95 @@ def serve(fd: int, delay: float, runs: int) -> None:
             settings=AgentSettings(trajectory_dir=Path(tmp), default_strategy="bench"),
         )
         app = create_app(agent, ServerSettings(max_runs=runs, keep_finished=runs))
-        config = uvicorn.Config(app, log_level="warning", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            loop=loop,
+            http=http,
+        )
+        freeze_startup()  # as `agentrt serve` does
         Server(config).run(sockets=[socket.socket(fileno=fd)])
 
 
-async def one_run(client: Any, latencies: list[float], received: list[str]) -> int:
-    """Stream one run; note each event's latency and its JSON; return how many events came."""
+BODY = json.dumps({"query": "Look it up twice.", "strategy": "bench"}).encode()
+Frames = AsyncIterator[tuple[float, bytes]]
+"""A run's stream as its SSE events' `data`, each with the time it was received."""
+
+
+async def raw_frames(host: str, port: int) -> Frames:
+    """Start a run over a connection of its own and read its stream by hand: HTTP/1.1 with a
+    chunked body, SSE events split at blank lines. A load generator's client, as lean as can
+    be: httpx with httpx-sse cost 4-5 times the server's CPU per event, so that on 2 cores the
+    latencies were the client's queue, not the server's."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(
+            b"POST /runs HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (host.encode(), port, len(BODY), BODY)
+        )
+        head = (await reader.readuntil(b"\r\n\r\n")).lower()
+        if not head.startswith(b"http/1.1 200") or b"transfer-encoding: chunked" not in head:
+            raise RuntimeError(f"not a chunked 200 response: {head!r}")
+        pending = b""
+        while size := int((await reader.readline()).split(b";")[0], 16):
+            chunk = (await reader.readexactly(size + 2))[:-2]
+            now = time.time()
+            *events, pending = (pending + chunk).split(b"\n\n")
+            for event in events:
+                if (at := event.find(b"data: ")) >= 0:  # not a keep-alive comment
+                    yield now, event[at + 6 :]
+    finally:
+        writer.close()
+
+
+async def httpx_frames(client: Any) -> Frames:
+    """Start a run and read its stream with httpx and httpx-sse (`--client httpx`)."""
     from httpx_sse import aconnect_sse
 
-    count, started, status = 0, 0.0, None
-    body = {"query": "Look it up twice.", "strategy": "bench"}
-    async with aconnect_sse(client, "POST", "/runs", json=body) as source:
+    async with aconnect_sse(client, "POST", "/runs", content=BODY) as source:
         async for sse in source.aiter_sse():
-            now = time.time()
-            event = json.loads(sse.data)
-            if event["type"] == "run_started":
-                started = datetime.fromisoformat(event["started_at"]).timestamp()
-            elif event["type"] == "run_finished":
-                status = event["status"]
-            latencies.append(now - (started + event["t"]))
-            received.append(sse.data)
-            count += 1
+            yield time.time(), sse.data.encode()
+
+
+async def one_run(frames: Frames, latencies: list[float], received: list[bytes]) -> int:
+    """Stream one run; note each event's latency and its JSON; return how many events came."""
+    count, started, status = 0, 0.0, None
+    async for now, data in frames:
+        event = json.loads(data)
+        if event["type"] == "run_started":
+            started = datetime.fromisoformat(event["started_at"]).timestamp()
+        elif event["type"] == "run_finished":
+            status = event["status"]
+        latencies.append(now - (started + event["t"]))
+        received.append(data)
+        count += 1
     if status != "ok":
         raise RuntimeError(f"a benchmark run ended {status}, not ok")
     return count
 
 
-async def measure(url: str, runs: int, server: psutil.Process) -> dict[str, float]:
+async def measure(url: str, runs: int, server: psutil.Process, client: str) -> dict[str, float]:
     import httpx
 
     latencies: list[float] = []
-    received: list[str] = []
+    received: list[bytes] = []
     limits = httpx.Limits(max_connections=runs + 1, max_keepalive_connections=runs + 1)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300) as client:
+    headers = {"Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300, headers=headers) as http:
+
+        def frames() -> Frames:
+            if client == "httpx":
+                return httpx_frames(http)
+            return raw_frames(http.base_url.host, http.base_url.port or 80)
+
         # One run first, unmeasured: the server builds its schemas and prompts on first use.
-        await one_run(client, [], [])
+        await one_run(frames(), [], [])
         t0, client_cpu, server_cpu = time.perf_counter(), time.process_time(), _cpu(server)
-        counts = await asyncio.gather(*(one_run(client, latencies, received) for _ in range(runs)))
+        counts = await asyncio.gather(
+            *(one_run(frames(), latencies, received) for _ in range(runs))
+        )
         seconds = time.perf_counter() - t0
         client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
     events = sum(counts)
@@ -136,7 +196,7 @@ async def measure(url: str, runs: int, server: psutil.Process) -> dict[str, floa
         if len(latencies) > 1
         else latencies * 99
     )
-    p50, p99 = cuts[49], cuts[98]
+    p50, p95, p99 = cuts[49], cuts[94], cuts[98]
     return {
         "runs": runs,
         "events": events,
@@ -144,6 +204,7 @@ async def measure(url: str, runs: int, server: psutil.Process) -> dict[str, floa
         "events_per_s": round(events / seconds, 1),
         "runs_per_s": round(runs / seconds, 2),
         "p50_ms": round(p50 * 1000, 2),
+        "p95_ms": round(p95 * 1000, 2),
         "p99_ms": round(p99 * 1000, 2),
         "p99_over_p50": round(p99 / p50, 2) if p50 > 0 else float("inf"),
         "max_ms": round(max(latencies) * 1000, 2),
@@ -154,7 +215,7 @@ async def measure(url: str, runs: int, server: psutil.Process) -> dict[str, floa
     }
 
 
-def serialise_seconds(received: list[str]) -> float:
+def serialise_seconds(received: list[bytes]) -> float:
     """CPU seconds to serialise the received events once each, as the server does."""
     from agentrt.events import event_adapter
 
@@ -165,12 +226,19 @@ def serialise_seconds(received: list[str]) -> float:
     return time.process_time() - started
 
 
+def _resolved(choice: str, fast: str, plain: str) -> str:
+    """What uvicorn's `auto` picks: the faster implementation when it is installed."""
+    if choice != "auto":
+        return choice
+    return fast if importlib.util.find_spec(fast) is not None else plain
+
+
 def _cpu(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
 
 
-def table(result: dict[str, float], delay: float) -> None:
+def table(result: dict[str, Any], delay: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -178,11 +246,15 @@ def table(result: dict[str, float], delay: float) -> None:
     t.add_column("measure")
     t.add_column("value", justify="right")
     t.add_row("model", f"scripted, a word every {delay * 1000:.0f} ms, 2 parallel tools")
+    t.add_row(
+        "uvicorn loop / HTTP; client", f"{result['loop']} / {result['http']}; {result['client']}"
+    )
     t.add_row("events received", f"{result['events']:.0f}")
     t.add_row("wall time", f"{result['seconds']:.2f} s")
     t.add_row("events/s", f"{result['events_per_s']:,.0f}")
     t.add_row("runs/s", f"{result['runs_per_s']:.1f}")
     t.add_row("creation → receipt p50", f"{result['p50_ms']:.1f} ms")
+    t.add_row("creation → receipt p95", f"{result['p95_ms']:.1f} ms")
     t.add_row("creation → receipt p99", f"{result['p99_ms']:.1f} ms")
     t.add_row("creation → receipt max", f"{result['max_ms']:.1f} ms")
     t.add_row("p99 / p50 (target ≤ 3×)", f"{result['p99_over_p50']:.1f}×")
@@ -205,11 +277,29 @@ def main() -> None:
     parser.add_argument(
         "--token-delay", type=float, default=0.01, help="seconds between streamed words"
     )
+    parser.add_argument(
+        "--loop",
+        choices=["auto", "asyncio", "uvloop"],
+        default="auto",
+        help="uvicorn's event loop (auto: uvloop when installed)",
+    )
+    parser.add_argument(
+        "--http",
+        choices=["auto", "h11", "httptools"],
+        default="auto",
+        help="uvicorn's HTTP parser (auto: httptools when installed)",
+    )
+    parser.add_argument(
+        "--client",
+        choices=["raw", "httpx"],
+        default="raw",
+        help="the streams' client: a lean hand-read HTTP/1.1 (raw) or httpx with httpx-sse",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--serve-fd", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fd is not None:
-        serve(args.serve_fd, args.token_delay, args.runs)
+        serve(args.serve_fd, args.token_delay, args.runs, args.loop, args.http)
         return
 
     # Listening before the server starts: clients queue in the backlog until it accepts.
@@ -227,11 +317,20 @@ def main() -> None:
             str(args.runs),
             "--token-delay",
             str(args.token_delay),
+            "--loop",
+            args.loop,
+            "--http",
+            args.http,
         ],
         pass_fds=[sock.fileno()],
     )
     try:
-        result = asyncio.run(measure(url, args.runs, psutil.Process(server.pid)))
+        result: dict[str, Any] = {
+            **asyncio.run(measure(url, args.runs, psutil.Process(server.pid), args.client)),
+            "client": args.client,
+            "loop": _resolved(args.loop, "uvloop", "asyncio"),
+            "http": _resolved(args.http, "httptools", "h11"),
+        }
     finally:
         server.terminate()
         server.wait(timeout=30)

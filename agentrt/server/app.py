@@ -103,7 +103,8 @@ class ServerSettings(BaseModel):
     keep_finished: int = Field(100, ge=0)
     """Finished runs kept in memory; older ones are served from their trajectory files."""
     keepalive: float = Field(15.0, gt=0)
-    """Seconds of silence after which an SSE stream gets a comment line."""
+    """Seconds of silence after which an SSE stream gets a comment line (within half as long
+    again: one clock per server strikes every half of it)."""
     list_limit: int = Field(200, ge=1)
     """Most trajectory files `GET /trajectories` lists."""
     max_body: int = Field(1 << 20, ge=1024)
@@ -260,6 +261,7 @@ def create_app(agent: Agent, settings: ServerSettings | None = None) -> FastAPI:
         max_runs=settings.max_runs,
         max_runs_per_token=settings.max_runs_per_token,
         keep_finished=settings.keep_finished,
+        keepalive=settings.keepalive,
     )
 
     mcp = _mcp_sessions(agent, settings.max_runs)
@@ -452,7 +454,7 @@ async def _start(
     if server.relay is not None:  # known to the other workers before its stream starts
         await server.relay.claim(handle.run_id, query, session_id)
     return EventStream(
-        run_chunks(handle, -1, fmt, server.settings.keepalive),
+        run_chunks(handle, -1, fmt),
         fmt,
         on_close=handle.abandon,
         headers={"X-Run-Id": handle.run_id},
@@ -583,7 +585,7 @@ async def get_run_events(
     after = _last_event_id(request.headers.get("last-event-id"))
     handle = server.registry.get(run_id)
     if handle is not None and not handle.evicted:
-        return EventStream(run_chunks(handle, after, fmt, server.settings.keepalive), fmt)
+        return EventStream(run_chunks(handle, after, fmt), fmt)
     relayed = await server.relayed(run_id)
     if relayed is not None and server.relay is not None:
         batches = server.relay.follow(relayed)
@@ -672,7 +674,7 @@ async def post_approvals(
     )
     await handle.started.wait()
     return EventStream(
-        run_chunks(handle, -1, fmt, server.settings.keepalive),
+        run_chunks(handle, -1, fmt),
         fmt,
         on_close=handle.abandon,
         headers={"X-Run-Id": run_id},

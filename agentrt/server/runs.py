@@ -1,21 +1,23 @@
-"""Internal. The runs a server holds: each consumed by a task of its own, its events kept for the
+"""Internal. The runs a server holds: each driven by a task of its own, its events kept for the
 streams.
 
-    POST /runs ─► agent.run(…) ─► RunRegistry.start ─► consumer task ─► RunHandle.events
-                                                                             │
-    the stream that started the run (its owner) ◄────────────────────────────┤
-    GET /runs/{id}/events (watchers, Last-Event-ID) ◄────────────────────────┘
+    POST /runs ─► agent.run(…) ─► RunRegistry.start ─► consumer task (drives the run)
+                                  the run's task, each event as it is made ─► RunHandle.events
+                                                                                  │
+    the stream that started the run (its owner) ◄─────────────────────────────────┤
+    GET /runs/{id}/events (watchers, Last-Event-ID) ◄─────────────────────────────┘
 
-A run is consumed by a task in the registry's task group rather than by the request that
+A run is driven by a task in the registry's task group rather than by the request that
 started it, so that the cancel endpoint and other streams can reach it while it runs. The
 request that started it still owns it: when that stream ends before the run does (the client
-went away), the run is cancelled.
+went away), the run is cancelled. The events do not pass through that task: the run's own task
+appends each to the handle as it makes it (`AgentRun._deliver`), and the streams waiting on the
+handle wake once for all the events made since they last looked.
 
-When a run is cancelled, the agent records `run_finished: cancelled` in the trajectory but no
-longer yields it (its generator is being closed); the consumer then takes the events it did not
-see from the trajectory file, so that every stream still ends with the run's `run_finished`.
-Should the file not have it (it could not be written), the server says so in a `run_finished`
-of its own: a stream never ends without one.
+A cancelled run still delivers its `run_finished: cancelled`, so every stream ends with it.
+Should a run end without one (cancelled before it began, at shutdown), the consumer looks for
+the events it lacks in the trajectory file, and failing that the server says so in a
+`run_finished` of its own: a stream never ends without one.
 
 When the server is one of several workers, every event its runs publish also goes to the relay
 (`RunRegistry.relay`; `agentrt.server.relay`), for the streams of the other workers.
@@ -23,6 +25,8 @@ When the server is one of several workers, every event its runs publish also goe
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -85,8 +89,13 @@ class RunHandle:
         self.started = anyio.Event()
         """Set once `run_id` is known, or the run failed before it was."""
         self.finished = anyio.Event()
+        self.strikes = 0
+        """How often the registry's keep-alive clock has struck (every half `keepalive`) while
+        the run was live: a stream that has sent nothing for 3 strikes sends a comment."""
         self._scope = anyio.CancelScope()
-        self._changed = anyio.Event()
+        # asyncio's, not anyio's: it can be set and cleared, where an anyio Event is made anew
+        # for each wake-up (a few µs per event). The runtime runs on asyncio anyway.
+        self._changed = asyncio.Event()
 
     @property
     def live(self) -> bool:
@@ -113,16 +122,22 @@ class RunHandle:
             self.cancel()
 
     async def changed(self) -> None:
-        """Wait until an event is added or the run ends."""
+        """Wait until an event is added, the run ends or the keep-alive clock strikes."""
         await self._changed.wait()
+
+    def _strike(self) -> None:
+        self.strikes += 1
+        self._wake()
 
     def _publish(self, events: list[Event]) -> None:
         self.events.extend(events)
         self._wake()
 
     def _wake(self) -> None:
+        # A pulse: every stream waiting now is woken (once, however many events a run makes
+        # in a row), and the next wait waits.
         self._changed.set()
-        self._changed = anyio.Event()
+        self._changed.clear()
 
 
 class RunRegistry:
@@ -132,6 +147,9 @@ class RunRegistry:
     :param max_runs: runs that may be live at once on this server
     :param max_runs_per_token: runs that may be live at once for one token
     :param keep_finished: finished runs kept in memory; older ones are read from their files
+    :param keepalive: seconds of silence after which an SSE stream gets a comment (sent
+        between 1 and 1.5 times that: one clock per server strikes every half of it, rather
+        than a timer per stream and wait)
     """
 
     def __init__(
@@ -141,8 +159,10 @@ class RunRegistry:
         max_runs: int,
         max_runs_per_token: int,
         keep_finished: int,
+        keepalive: float,
     ) -> None:
         self.trajectory_dir = trajectory_dir
+        self.keepalive = keepalive
         self.max_runs = max_runs
         self.max_runs_per_token = max_runs_per_token
         self.keep_finished = keep_finished
@@ -162,11 +182,18 @@ class RunRegistry:
         """Hold the task group runs are consumed in; on exit every live run is cancelled."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            tg.start_soon(self._keepalive_clock)
             try:
                 yield
             finally:
                 self._tg = None
                 tg.cancel_scope.cancel()
+
+    async def _keepalive_clock(self) -> None:
+        while True:
+            await anyio.sleep(self.keepalive / 2)
+            for handle in self._live:
+                handle._strike()
 
     def cancel_all(self) -> None:
         """Cancel every run in progress (each ends as `cancel` says)."""
@@ -245,14 +272,13 @@ class RunRegistry:
         # In this task's context, which the run's tasks copy when the iteration starts them:
         # the trajectory's bytes of each event stay on it, for the streams to send.
         keep_json.set(True)
+        # Each event is published by the run's task as it is made: handed through a stream to
+        # this task instead, each cost a task switch more (a fifth of the server's CPU).
+        events._deliver(functools.partial(self._take, handle))
         try:
             with handle._scope:
-                async for event in events:
-                    if not handle.started.is_set():
-                        handle.run_id = event.run_id
-                        self._runs[event.run_id] = handle
-                        handle.started.set()
-                    self._publish(handle, [event])
+                async for _ in events:  # yields nothing (delivered), ends with the run
+                    pass
         except Exception:
             log.exception("a run's event stream failed", run_id=handle.run_id)
         finally:
@@ -262,6 +288,13 @@ class RunRegistry:
                 await events.aclose()
                 await self._complete(handle)
             self._retire(handle)
+
+    def _take(self, handle: RunHandle, event: Event) -> None:
+        if not handle.started.is_set():
+            handle.run_id = event.run_id
+            self._runs[event.run_id] = handle
+            handle.started.set()
+        self._publish(handle, [event])
 
     async def _complete(self, handle: RunHandle) -> None:
         """Take the events the stream did not deliver from the file, then settle the state."""

@@ -17,6 +17,7 @@ dies), each of them this server: on a stop, each cancels its runs first, as a lo
 
 from __future__ import annotations
 
+import gc
 import signal
 import socket
 from types import FrameType
@@ -28,7 +29,7 @@ from uvicorn.supervisors import multiprocess
 
 from agentrt.server.runs import RunRegistry
 
-__all__ = ["Server", "run_workers"]
+__all__ = ["Server", "freeze_startup", "run_workers"]
 
 
 class Server(uvicorn.Server):
@@ -79,6 +80,17 @@ class Server(uvicorn.Server):
         if self.mcp is not None:
             self.mcp.close()  # their streams would otherwise be waited for, then cut off
         await super().shutdown(sockets)
+
+
+def freeze_startup() -> None:
+    """Keep what the process has made so far (modules, schemas, the app) out of the garbage
+    collector's reach for the rest of its life, so that a full collection scans only what the
+    runs made since. Unfrozen, each full collection paused every stream for 100-250 ms with
+    200 runs streaming (`benchmarks/server.py`), and the collector cost a sixth of the server's
+    CPU. For a process that is the server's alone (`agentrt serve`, each of its workers):
+    an application that serves the app itself decides for its own process."""
+    gc.collect()  # what is garbage now is freed, not frozen for good
+    gc.freeze()
 
 
 class _Worker(multiprocess.Process):

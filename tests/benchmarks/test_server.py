@@ -32,6 +32,7 @@ def test_reports_its_fields() -> None:
         "events_per_s",
         "runs_per_s",
         "p50_ms",
+        "p95_ms",
         "p99_ms",
         "max_ms",
         "server_cpu_s",
@@ -39,6 +40,9 @@ def test_reports_its_fields() -> None:
         "p99_over_p50",
         "server_cpu_ms_per_event",
         "serialise_us_per_event",
+        "client",
+        "loop",
+        "http",
     }
     assert result["runs"] == 5
     assert result["events"] > 5 * 10
@@ -46,8 +50,16 @@ def test_reports_its_fields() -> None:
     for row in (
         "events/s",
         "creation → receipt p50",
+        "creation → receipt p95",
         "creation → receipt p99",
         "server CPU per event",
         "of which its one serialisation",
     ):
         assert row in shown
+
+
+def test_the_httpx_client() -> None:
+    """`--client httpx` streams the same runs through httpx and httpx-sse."""
+    result = json.loads(bench("--json", "--client", "httpx", "--loop", "asyncio", "--http", "h11"))
+    assert (result["client"], result["loop"], result["http"]) == ("httpx", "asyncio", "h11")
+    assert result["events"] > 5 * 10
