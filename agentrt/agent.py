@@ -810,7 +810,8 @@ class Agent(Generic[DepsT, OutputT]):
         self, strategy: Strategy, query: str
     ) -> tuple[list[NarrowedTool], Retrieval, bool]:
         """The tools a run of `strategy` offers for `query` (see `agentrt.catalog.index.narrow`),
-        what retrieval found, and whether no tool fits (then no retrieved tool is offered)."""
+        what retrieval found, and whether no tool fits (then only the tools the strategy lists
+        by name are offered, see `ReactStrategy.min_fit`)."""
         template = (
             [n for n in self.workspace.tools if n not in BUILTINS]
             if strategy.tools == "all"
