@@ -128,9 +128,13 @@ class _HungThreads:
                 "It cannot be called until they return; do without it or try again later."
             )
             raise ToolError(msg)
-        state = {"returned": False, "abandoned": False}
+        state = {"started": False, "returned": False, "abandoned": False}
 
         def work() -> Any:
+            with self._lock:
+                if state["abandoned"]:
+                    return None  # given up before its thread took it: never run, never counted
+                state["started"] = True
             try:
                 return call()
             finally:
@@ -145,7 +149,11 @@ class _HungThreads:
             with self._lock:
                 if not state["returned"]:
                     state["abandoned"] = True
-                    self.count += 1
+                    # Only a call whose thread runs it holds that thread; one given up while
+                    # waiting for a thread would otherwise stay counted forever (seen on a
+                    # loaded machine: the timeout came before a worker took the call).
+                    if state["started"]:
+                        self.count += 1
             raise
 
 

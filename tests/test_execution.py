@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from agentrt import (
     Event,
     GuardEvent,
@@ -141,6 +143,21 @@ class TestFailures:
         assert stuck.hung.count == 0
         events = await run(make_agent([call("stuck", seconds=1), "done"]))
         assert [d.output for d in of(events, ToolFinishedEvent)] == ["woke up"]
+
+    async def test_a_call_given_up_before_its_thread_starts_neither_runs_nor_counts(
+        self, workspace: Workspace
+    ) -> None:
+        """Cancelled before a worker thread takes it, a sync call is not run later, and holds
+        no thread, so it is not counted as hung (it was, forever, on a loaded machine)."""
+        stuck = workspace.tools["stuck"]
+        ran = threading.Event()
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await stuck.hung.run(stuck, ran.set)
+        assert scope.cancelled_caught
+        assert stuck.hung.count == 0
+        await anyio.to_thread.run_sync(lambda: None)  # a later call: the pool has moved on
+        assert not ran.is_set()
 
     async def test_tool_error_goes_to_the_model(self, make_agent: MakeAgent) -> None:
         """A ToolError's message reaches the model verbatim."""
