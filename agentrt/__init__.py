@@ -26,6 +26,7 @@ from agentrt.catalog.metadata import CapabilityMap, ToolMetadata
 
 # Events: one discriminated union on `type` (`Event`), streamed, recorded and replayed alike.
 from agentrt.events import (
+    AnswerDoubt,
     ApprovalRequestedEvent,
     Approve,
     AskEvent,
@@ -163,6 +164,7 @@ __all__ = [
     "AgentRun",
     "AgentSettings",
     "AgentrtError",
+    "AnswerDoubt",
     "ApprovalRequestedEvent",
     "Approve",
     "AskEvent",

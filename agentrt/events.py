@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 __all__ = [
+    "AnswerDoubt",
     "ApprovalRequestedEvent",
     "Approve",
     "AskEvent",
@@ -75,6 +76,13 @@ RunStatus = Literal["ok", "needs_input", "needs_approval", "budget_exhausted", "
 """How a run ended. `needs_input`: the model asked the user a question (see `AskEvent`); the
 session's next run takes the user's reply. `needs_approval`: a tool call awaits a person (see
 `ApprovalRequestedEvent`); `agent.resume` carries the decisions on."""
+
+AnswerDoubt = Literal["raw_tool_call", "tool_error", "tools_failed"]
+"""Why the answer of a run that ended `ok` is not taken for one (`RunFinishedEvent.doubt`).
+`raw_tool_call`: it holds a tool call the run did not read as one (a call in a format or place
+the parser leaves as text, naming no tool on offer). `tool_error`: it repeats the error of a call
+that failed (a guard's refusal, an invalid call). `tools_failed`: the run called tools and none
+succeeded, so the answer rests on no result."""
 
 ToolStatus = Literal["ok", "error", "timeout", "cancelled"]
 """How one tool call ended."""
@@ -593,6 +601,9 @@ class RunFinishedEvent(EventBase):
     output: JsonValue = None
     """A typed output (an `output_type` other than `str`) as JSON, when the run ended `ok`."""
     error: str | None = None
+    doubt: AnswerDoubt | None = None
+    """Set on an `ok` run whose answer is not taken for one (see `AnswerDoubt`): evaluation
+    counts it as failed and a UI can say so. The status stays `ok`: the run did end normally."""
     steps: int
     usage: Usage
     timings: Timings
