@@ -102,6 +102,8 @@ class Row:
     planner: str
     model: str
     task: str
+    kind: str
+    """The task's kind within its family (a question type, a call shape), for breakdowns."""
     right: bool
     """Scored against the task's computed ground truth; never true for a run not `answered`."""
     run: RunSummary
