@@ -33,6 +33,7 @@ from agentrt.catalog.metadata import Registry
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.classify import Unclassified, classify
 from agentrt.events import (
+    AnswerDoubt,
     ApprovalRequestedEvent,
     ClassifiedEvent,
     Decision,
@@ -447,6 +448,7 @@ class Agent(Generic[DepsT, OutputT]):
             status=end.status,
             answer=end.answer,
             error=end.error,
+            doubt=end.doubt,
             messages=[*outcome.history, *outcome.new],
             usage=end.usage,
             trajectory=Trajectory(header=ctx.header, events=events),
@@ -566,6 +568,7 @@ class Agent(Generic[DepsT, OutputT]):
                     answer=outcome.answer,
                     output=outcome.dumped,
                     error=outcome.error,
+                    doubt=self._doubt(ctx, outcome),
                     steps=progress.steps,
                     usage=ctx.usage,
                     timings=Timings(
@@ -576,6 +579,19 @@ class Agent(Generic[DepsT, OutputT]):
                 )
             finally:
                 ctx.close()  # a reader must never wait forever
+
+    def _doubt(self, ctx: RunContext, outcome: _Outcome) -> AnswerDoubt | None:
+        """Why the answer of a run ending `ok` is not taken for one (`agentrt.doubt`)."""
+        if outcome.status != "ok" or outcome.answer is None:
+            return None
+        tools = self.workspace.tools
+        ending = {
+            name
+            for name, _ in ctx.calls.outcomes
+            if (tool := tools.get(name)) is not None and (tool.ends_run or tool.asks_user)
+        }
+        answer = outcome.answer if self.output.is_text else None
+        return ctx.calls.doubt(answer, ending=ending)
 
     async def _begin(self, ctx: RunContext, request: _Request, outcome: _Outcome) -> Session | None:
         """Record the run as `running` (when runs are recorded), and read its session: its

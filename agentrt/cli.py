@@ -369,10 +369,19 @@ class _Live:
                 c.print(Panel(Markdown(event.answer), title=title, expand=False))
             colour = "green" if event.status == "ok" else "yellow" if asked else "red"
             note = f" — {event.error}" if event.error else ""
+            if event.doubt is not None:
+                colour, note = "yellow", f" — the answer is in doubt: {_DOUBTS[event.doubt]}"
             self.line(
                 f"[{colour}]{event.status}[/]{note} · {event.steps} steps · "
                 f"{event.usage.total_tokens} tokens · {event.timings.total:.2f} s"
             )
+
+
+_DOUBTS: dict[str, str] = {
+    "raw_tool_call": "it holds a tool call that was never run",
+    "tool_error": "it repeats a failed tool call's error",
+    "tools_failed": "every tool call failed",
+}
 
 
 @app.command()
@@ -709,9 +718,9 @@ def _pipeline_table(results: list[EvalResult]) -> Table:
 
 
 def _summary_table(s: EvalSummary, model: str) -> Table:
-    table = Table(
-        "metric", "value", title=f"{s.ok}/{s.questions} runs ok · {model}", box=box.SIMPLE_HEAD
-    )
+    doubtful = f" (+{s.doubtful} ok, answer in doubt)" if s.doubtful else ""
+    title = f"{s.ok}/{s.questions} runs ok{doubtful} · {model}"
+    table = Table("metric", "value", title=title, box=box.SIMPLE_HEAD)
     percent, two, one = "{:.1%}", "{:.2f}", "{:.1f}"
     rows = [
         ("answer exact match", s.exact_match_rate, percent),

@@ -11,7 +11,7 @@ from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
-from agentrt.events import Event, RunFinishedEvent, RunStatus, Usage
+from agentrt.events import AnswerDoubt, Event, RunFinishedEvent, RunStatus, Usage
 from agentrt.exceptions import RunFailed, UserError
 from agentrt.models.base import Message
 from agentrt.trajectory.format import Trajectory
@@ -30,6 +30,9 @@ class RunResult(Generic[OutputT]):
     """The answer as text (a typed output as its JSON); for `needs_input`, the question."""
     error: str | None
     """Why a run that did not end `ok` ended as it did."""
+    doubt: AnswerDoubt | None
+    """Why the answer of a run that ended `ok` is not taken for one (a raw tool call, a tool's
+    error repeated, no tool call that succeeded), or None; see `AnswerDoubt`."""
     messages: list[Message]
     """The whole conversation: the history the run was given, then this run's question, its
     tool calls and their results, and its answer. Pass it as the next run's

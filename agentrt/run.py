@@ -21,6 +21,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agentrt.doubt import CallTally
 from agentrt.events import (
     Event,
     EventBase,
@@ -28,6 +29,7 @@ from agentrt.events import (
     ModelResponseEvent,
     NativeToolCall,
     ReasoningDeltaEvent,
+    ToolCallInvalidEvent,
     ToolFinishedEvent,
     ToolStartedEvent,
     Usage,
@@ -103,6 +105,9 @@ def _estimate(chunk: ModelChunk) -> int:
         return max(1, (len(chunk.name or "") + len(chunk.arguments or "")) // 4)
     return 0
 
+
+_TALLIED = (ToolFinishedEvent, ToolCallInvalidEvent)
+"""Events that say how a tool call ended: `RunContext.calls` counts them."""
 
 _FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
 """The names of the fields an event was given (pydantic's `__pydantic_fields_set__`), one set
@@ -194,6 +199,8 @@ class RunContext:
         self.model_time = 0.0
         self.tool_time = 0.0
         self.limits = limits or TokenLimits()
+        self.calls = CallTally()
+        """How the run's tool calls ended, whoever made them: what `doubt` judges by."""
         self.observe: Callable[[Event], None] | None = None
         """Called with every event as it is stamped, whoever reads the stream (tracing)."""
         self.durable = False
@@ -228,6 +235,8 @@ class RunContext:
         given = event.__pydantic_fields_set__
         _set(event, "__pydantic_fields_set__", _FIELDS_GIVEN.setdefault(frozenset(given), given))
         self._seq += 1
+        if cls in _TALLIED:
+            self.calls.see(event)  # type: ignore[arg-type]
         if self.writer is not None:
             self.writer.add(event)
             if self.durable and isinstance(event, _WRITTEN_AT_ONCE) and not self._writing:

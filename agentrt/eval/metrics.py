@@ -32,6 +32,7 @@ from agentrt.eval.scoring import (
     trajectory_match,
 )
 from agentrt.events import (
+    AnswerDoubt,
     CoverageEvent,
     Event,
     PlanAdaptedEvent,
@@ -79,6 +80,9 @@ class EvalResult(BaseModel):
     status: RunStatus
     error: str | None = None
     """Why the run failed, when it did."""
+    doubt: AnswerDoubt | None = None
+    """Why the answer of a run that ended `ok` is not one (`run_finished.doubt`): it is
+    scored as no answer, and the run does not count as `ok`."""
     answer: str | None = None
     trajectory: str | None
     """The trajectory file, relative to the evaluation's output folder when it is inside it."""
@@ -111,6 +115,10 @@ class EvalSummary(BaseModel):
 
     questions: int
     ok: int
+    """Runs that ended `ok` with an answer not in doubt."""
+    doubtful: int = 0
+    """Runs that ended `ok` with an answer in doubt (a raw tool call, a tool's error, an answer
+    after every call failed), counted as failed."""
     exact_match_rate: float | None = None
     f1: float | None = None
     """Mean answer F1."""
@@ -167,6 +175,7 @@ def score(question: EvalQuestion, events: Sequence[Event], trajectory: str | Non
         id=question.id,
         status=finished.status if finished else "error",
         error=finished.error if finished else "the run has no run_finished event",
+        doubt=finished.doubt if finished else None,
         answer=finished.answer if finished else None,
         trajectory=trajectory,
         tools=tools,
@@ -177,8 +186,10 @@ def score(question: EvalQuestion, events: Sequence[Event], trajectory: str | Non
         result.tokens = finished.usage.total_tokens
         result.latency = finished.timings.total
     if question.expected_answer is not None:
-        result.exact_match = exact_match(result.answer or "", question.expected_answer)
-        result.f1 = token_f1(result.answer or "", question.expected_answer)
+        # An answer in doubt is scored as none, as a failed run's is.
+        answer = result.answer or "" if result.doubt is None else ""
+        result.exact_match = exact_match(answer, question.expected_answer)
+        result.f1 = token_f1(answer, question.expected_answer)
     if question.expected_output is not None:
         right, given = output_fields(run_output(finished), question.expected_output)
         result.output_fields, result.output_exact = right / given, right == given
@@ -198,8 +209,9 @@ def score(question: EvalQuestion, events: Sequence[Event], trajectory: str | Non
 
 def run_output(finished: RunFinishedEvent | None) -> JsonValue:
     """What a run put out: its typed output, or, without one, its answer text; None unless the
-    run ended ok (a failed run has none, and a question asked back is no output)."""
-    if finished is None or finished.status != "ok":
+    run ended ok with an answer not in doubt (a failed run has none, a question asked back is
+    no output, and neither is a raw tool call or a tool's error)."""
+    if finished is None or finished.status != "ok" or finished.doubt is not None:
         return None
     return finished.output if finished.output is not None else finished.answer
 
@@ -213,7 +225,8 @@ def summarize(results: Sequence[EvalResult]) -> EvalSummary:
     latencies = sorted(r.latency for r in results)
     return EvalSummary(
         questions=len(results),
-        ok=sum(r.status == "ok" for r in results),
+        ok=sum(r.status == "ok" and r.doubt is None for r in results),
+        doubtful=sum(r.status == "ok" and r.doubt is not None for r in results),
         exact_match_rate=_mean([r.exact_match for r in results]),
         f1=_mean([r.f1 for r in results]),
         output_fields=_mean([r.output_fields for r in results]),

@@ -80,10 +80,10 @@ def _steps_per_question(report: EvalReport) -> Figure:
     ax.barh(
         [r.id for r in results],
         [r.steps for r in results],
-        color=[_OK if r.status == "ok" else _FAILED for r in results],
+        color=[_OK if r.status == "ok" and r.doubt is None else _FAILED for r in results],
     )
     ax.invert_yaxis()  # the first question on top, as in the table
-    ax.set_xlabel("steps (red: the run did not end ok)")
+    ax.set_xlabel("steps (red: the run did not end ok, or its answer is in doubt)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Steps per question")
     ax.tick_params(axis="y", labelsize=8)

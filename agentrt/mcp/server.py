@@ -43,6 +43,7 @@ from starlette.types import Receive, Scope, Send
 from agentrt._version import __version__
 from agentrt.agent import Agent
 from agentrt.events import (
+    AnswerDoubt,
     AskEvent,
     ClassifiedEvent,
     Event,
@@ -117,6 +118,8 @@ class AnswerResult(BaseModel):
     """A typed output as JSON, when the agent has an output type and the run ended `ok`."""
     error: str | None = None
     """Why a run that did not end `ok` ended as it did."""
+    doubt: AnswerDoubt | None = None
+    """Why the answer of a run that ended `ok` is not taken for one (`AnswerDoubt`)."""
     run_id: str
     session_id: str | None = None
     trajectory: str | None = None
@@ -268,6 +271,7 @@ async def _answer(
         answer=end.answer,
         output=end.output,
         error=end.error,
+        doubt=end.doubt,
         run_id=end.run_id,
         session_id=arguments.session_id,
         trajectory=str(path.resolve()) if path is not None else None,

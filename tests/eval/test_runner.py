@@ -127,6 +127,7 @@ async def test_metrics_over_a_question_set(tmp_path: Path) -> None:
     assert summary.model_dump(exclude={"tokens", "latency", "latency_p95"}) == {
         "questions": 2,
         "ok": 2,
+        "doubtful": 0,
         "exact_match_rate": None,
         "f1": None,
         "output_fields": None,

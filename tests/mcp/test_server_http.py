@@ -63,6 +63,7 @@ async def test_serves_the_agent(make_agent: MakeAgent, tmp_path: Path, seen: Any
         "answer": "Echoed hi.",
         "output": None,
         "error": None,
+        "doubt": None,
         "run_id": path.stem,
         "session_id": "s-1",
         "trajectory": str(path.resolve()),

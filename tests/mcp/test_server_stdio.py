@@ -85,6 +85,7 @@ async def test_serves_the_agent_over_stdio(tmp_path: Path) -> None:
         "answer": DEMO_ANSWER,
         "output": None,
         "error": None,
+        "doubt": None,
         "run_id": path.stem,
         "session_id": None,
         "trajectory": str(path.resolve()),

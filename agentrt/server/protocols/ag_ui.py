@@ -181,7 +181,7 @@ class AgUiTranslator:
             out.append(RunErrorEvent(message=event.error or "the run failed", code="error"))
             return out
         result = event.model_dump(
-            mode="json", include={"status", "answer", "output", "error", "steps", "usage"}
+            mode="json", include={"status", "answer", "output", "error", "doubt", "steps", "usage"}
         )
         outcome = (
             RunFinishedCancelledOutcome()

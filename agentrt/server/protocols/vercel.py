@@ -165,7 +165,7 @@ class VercelTranslator:
         elif event.status == "cancelled":
             chunks.append({"type": "abort", "reason": event.error or "the run was cancelled"})
         meta = event.model_dump(
-            mode="json", include={"status", "output", "error", "steps", "usage"}
+            mode="json", include={"status", "output", "error", "doubt", "steps", "usage"}
         )
         reason = _FINISH_REASON[event.status]
         chunks.append({"type": "finish", "finishReason": reason, "messageMetadata": meta})
