@@ -78,6 +78,10 @@ class ModelRequest(BaseModel):
     backend. Others ignore it."""
     purpose: str = "turn"
     """What the call is for (`turn`, `classify`, …); backends may tune sampling by it."""
+    retry: int = 0
+    """How many answers to this request were found wrong before (a plan sent back for repair):
+    a backend that samples greedily varies its sampling with it, so that a repair is not the
+    failed answer again (the embedded model's were byte-identical in 8 of 12, issue 24)."""
     max_tokens: int | None = None
     results_nudge: str = TOOL_RESULTS_NUDGE
     """What a backend that gives the model tool results as text appends to them (see

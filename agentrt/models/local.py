@@ -54,6 +54,9 @@ __all__ = ["DEFAULT_PACK", "SMALL_PACK", "LocalModel"]
 
 DEFAULT_PACK = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 SMALL_PACK = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+RETRY_TEMPERATURE = 0.7
+"""The least temperature of a retried request (`ModelRequest.retry`): at 0 the embedded model
+answers a repair request with the answer it was asked to repair."""
 
 _END = object()
 
@@ -176,6 +179,9 @@ class LocalModel:
             "temperature": self.temperature,
             "seed": self.seed,
         }
+        if request.retry:
+            kwargs["temperature"] = max(self.temperature, RETRY_TEMPERATURE)
+            kwargs["seed"] = self.seed + request.retry
         if request.json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_object",

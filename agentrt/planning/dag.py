@@ -51,7 +51,7 @@ from agentrt.parsing.plans import PlanStreamParser
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Invalid, Kernel, plan_tools
 from agentrt.planning.react import run_react
-from agentrt.planning.references import Unresolved, references, resolve
+from agentrt.planning.references import Unresolved, referable, references, resolve
 from agentrt.strategy import DagStrategy
 from agentrt.tool import Tool
 
@@ -63,24 +63,34 @@ async def run_dag(task: PlannerInput, strategy: DagStrategy) -> PlannerResult:
     return await dag.kernel.run(dag.run)
 
 
-def plan_schema(tools: Sequence[str]) -> dict[str, Any]:
+def plan_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
     """The JSON schema plans are asked for under. `plan` comes first: the human-readable
-    plan, written before the nodes as the model thinks it through."""
-    node = {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string"},
-            "tool": {"type": "string", "enum": list(tools)},
-            "args": {"type": "object"},
-            "depends_on": {"type": "array", "items": {"type": "string"}},
-        },
-        "required": ["id", "tool", "args", "depends_on"],
-        "additionalProperties": False,
-    }
+    plan, written before the nodes as the model thinks it through.
+
+    A node is one of the tools with that tool's own arguments (`referable`: each may be a
+    reference to another node's result): under a grammar, a small model cannot invent an
+    argument's name or leave out a required one, which it did with the outer shape alone
+    (copying a placeholder `"ARGUMENT"` from the prompt, issue 24)."""
+    nodes = [_node({"type": "string", "enum": [t.name]}, referable(t.parameters)) for t in tools]
+    node = nodes[0] if len(nodes) == 1 else {"anyOf": nodes} if nodes else _node({}, {})
     return {
         "type": "object",
         "properties": {"plan": {"type": "string"}, "nodes": {"type": "array", "items": node}},
         "required": ["plan", "nodes"],
+        "additionalProperties": False,
+    }
+
+
+def _node(tool: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "tool": tool or {"type": "string"},
+            "args": args or {"type": "object"},
+            "depends_on": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["id", "tool", "args", "depends_on"],
         "additionalProperties": False,
     }
 
@@ -237,7 +247,7 @@ class _Dag:
         self.policy = strategy.dag
         self.tools = plan_tools(task)
         definitions = [t.definition for t in self.tools.values()]
-        self.schema = plan_schema(list(self.tools))
+        self.schema = plan_schema(definitions)
         self.messages = self.kernel.opening(task.prompt("dag.j2", definitions))
         self._definitions: list[ToolDefinition] = definitions
 
@@ -245,7 +255,8 @@ class _Dag:
         repairs = replans = 0
         kernel = self.kernel
         while (attempt := kernel.next_step()) is not None:
-            plan = await kernel.turn(attempt, functools.partial(self._attempt, attempt))
+            attempt_plan = functools.partial(self._attempt, attempt, retry=repairs)
+            plan = await kernel.turn(attempt, attempt_plan)
             if plan.rejected is not None:
                 self._follow_up(plan, "dag_replan.j2", reason=plan.rejected, results=[])
                 continue
@@ -286,12 +297,17 @@ class _Dag:
             Message(role="user", content=content),
         ]
 
-    async def _attempt(self, attempt: int) -> _Attempt:
-        """Stream one plan and run its nodes as they arrive; validate it whole at its end."""
+    async def _attempt(self, attempt: int, *, retry: int) -> _Attempt:
+        """Stream one plan and run its nodes as they arrive; validate it whole at its end.
+
+        :param retry: plans sent back for repair so far (`ModelRequest.retry`)
+        """
         ctx = self.ctx
         plan = _Attempt()
         parser = PlanStreamParser()
-        request = ModelRequest(messages=self.messages, json_schema=self.schema, purpose="plan")
+        request = ModelRequest(
+            messages=self.messages, json_schema=self.schema, purpose="plan", retry=retry
+        )
         usage = Usage()
         started = time.perf_counter()
         failure: Exception | None = None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Unresolved", "expressions", "references", "resolve"]
+__all__ = ["Unresolved", "expressions", "referable", "references", "resolve"]
 
 _NAME = r"[A-Za-z_][\w-]*"
 _DOLLAR = re.compile(rf"\$\{{({_NAME})((?:\.[A-Za-z_]\w*|\[\d+\])*)\}}")
@@ -31,6 +31,45 @@ _PATH = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
 _OPERAND = r"(?:\$\{[^}]+\}|\d+(?:\.\d+)?)"
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 _EXPRESSION = re.compile(rf"\s*\(?\s*{_OPERAND}(?:\s*[-+*/%]\s*\(?\s*{_OPERAND}\s*\)?)+\s*\)?\s*")
+
+
+_ONE_REFERENCE = (
+    r"^(\$\{[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*\}"
+    r"|\{[A-Za-z_][A-Za-z0-9_-]*\})$"
+)
+"""A string that is exactly one reference, as a JSON schema `pattern`: anchored, and in the
+regex subset llama.cpp's grammar converter reads (no `(?:`, `\\w` or `\\d`)."""
+
+
+def referable(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool's argument schema, for a plan step's arguments: the same names and types, each
+    argument that is not free text also allowed to be one reference (`"${T1.rows}"`), which is
+    filled with a value of any type before the step runs. Free text may hold references as it
+    is. A schema this cannot read (not an object of named properties, or one with `$defs`,
+    whose references would break inside a plan's schema) is any object.
+    """
+    properties = parameters.get("properties")
+    if parameters.get("type") != "object" or not isinstance(properties, dict):
+        return {"type": "object"}
+    if "$defs" in parameters:
+        return {"type": "object"}
+    reference = {"type": "string", "pattern": _ONE_REFERENCE}
+    return {
+        **parameters,
+        "properties": {
+            name: schema if _free_text(schema) else {"anyOf": [schema, reference]}
+            for name, schema in properties.items()
+        },
+    }
+
+
+def _free_text(schema: Any) -> bool:
+    return (
+        isinstance(schema, dict)
+        and schema.get("type") == "string"
+        and len(schema) <= 3
+        and (not {"enum", "const", "pattern", "format"} & set(schema))
+    )
 
 
 @dataclass(frozen=True, slots=True)

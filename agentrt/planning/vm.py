@@ -40,7 +40,13 @@ from agentrt.parsing.answers import JSONProblem, find_json
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Invalid, Kernel, plan_tools
 from agentrt.planning.react import run_react
-from agentrt.planning.references import Unresolved, expressions, references, resolve
+from agentrt.planning.references import (
+    Unresolved,
+    expressions,
+    referable,
+    references,
+    resolve,
+)
 from agentrt.strategy import VmPolicy, VmStrategy
 from agentrt.tool import Tool
 
@@ -61,29 +67,41 @@ class Instruction(BaseModel):
     parameters: dict[str, JsonValue] = Field(default_factory=dict)
 
 
-def program_schema(tools: Sequence[str]) -> dict[str, Any]:
-    """The JSON schema programs are asked for under (an object, which every server accepts)."""
+def program_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
+    """The JSON schema programs are asked for under (an object, which every server accepts).
+
+    A `calling` instruction is one of the tools with that tool's own `tool_params`
+    (`referable`: each may be a `${variable}`), as a `dag` node is: the outer shape alone let a
+    small model call tools by names and with arguments it made up."""
+    others = {"type": "string", "enum": ["reasoning", "assign", "jmp"]}
+    instructions = [_instruction(others, {"type": "object"})]
+    for t in tools:
+        parameters = {
+            "type": "object",
+            "properties": {
+                "tool_name": {"type": "string", "enum": [t.name]},
+                "tool_params": referable(t.parameters),
+                "output_vars": {
+                    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                },
+            },
+            "required": ["tool_name", "tool_params", "output_vars"],
+            "additionalProperties": False,
+        }
+        instructions.append(_instruction({"type": "string", "enum": ["calling"]}, parameters))
     return {
         "type": "object",
-        "properties": {
-            "program": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "seq_no": {"type": "integer"},
-                        "type": {
-                            "type": "string",
-                            "enum": ["reasoning", "assign", "calling", "jmp"],
-                        },
-                        "parameters": {"type": "object"},
-                    },
-                    "required": ["seq_no", "type", "parameters"],
-                    "additionalProperties": False,
-                },
-            }
-        },
+        "properties": {"program": {"type": "array", "items": {"anyOf": instructions}}},
         "required": ["program"],
+        "additionalProperties": False,
+    }
+
+
+def _instruction(kind: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"seq_no": {"type": "integer"}, "type": kind, "parameters": parameters},
+        "required": ["seq_no", "type", "parameters"],
         "additionalProperties": False,
     }
 
@@ -271,7 +289,7 @@ class _Vm:
         self.policy = strategy.vm
         self.tools = plan_tools(task)
         self.definitions: list[ToolDefinition] = [t.definition for t in self.tools.values()]
-        self.schema = program_schema(list(self.tools))
+        self.schema = program_schema(self.definitions)
         self.messages = self.kernel.opening(task.prompt("vm.j2", self.definitions))
         self.store: dict[str, JsonValue] = {}
         self.executed = 0
@@ -281,9 +299,10 @@ class _Vm:
     async def run(self) -> PlannerResult:
         kernel = self.kernel
         attempts = self.policy.repairs + 1
+        repairs = 0
         while kernel.steps < attempts and (attempt := kernel.next_step()) is not None:
             raw, program, problems = await kernel.turn(
-                attempt, functools.partial(self._write, attempt)
+                attempt, functools.partial(self._write, attempt, retry=repairs)
             )
             if not problems:
                 for seq_no, warning in common_errors(program, self.policy):
@@ -292,6 +311,7 @@ class _Vm:
             repairing = attempt < attempts and kernel.budget_left
             self.ctx.emit(PlanInvalidEvent, attempt=attempt, problems=problems, repairing=repairing)
             if repairing:
+                repairs += 1
                 repair = self.task.prompt("vm_repair.j2", self.definitions, problems=problems)
                 self.messages += [
                     Message(role="assistant", content=raw),
@@ -303,9 +323,14 @@ class _Vm:
         self.ctx.emit(PlannerFallbackEvent, planner="vm", to="react", reason=reason)
         return await run_react(self.task, self.strategy.results_nudge)
 
-    async def _write(self, attempt: int) -> tuple[str, list[Instruction], list[str]]:
-        """Ask for the program (one model call) and check it."""
-        request = ModelRequest(messages=self.messages, json_schema=self.schema, purpose="program")
+    async def _write(self, attempt: int, *, retry: int) -> tuple[str, list[Instruction], list[str]]:
+        """Ask for the program (one model call) and check it.
+
+        :param retry: programs sent back for repair so far (`ModelRequest.retry`)
+        """
+        request = ModelRequest(
+            messages=self.messages, json_schema=self.schema, purpose="program", retry=retry
+        )
         raw = await self.ctx.complete(request, step=attempt)
         try:
             value = find_json(raw)

@@ -9,6 +9,7 @@ import pytest
 
 from agentrt import LocalModel, Message, ModelRequest
 from agentrt.models.base import TOOL_RESULTS_NUDGE, text_mode_messages
+from agentrt.models.local import RETRY_TEMPERATURE
 
 CONVERSATION = [
     Message(role="system", content="Be brief."),
@@ -55,6 +56,13 @@ class TestLocalModelArguments:
         assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
         assert messages[-1]["content"].endswith("\n\n" + NUDGE)
         assert TOOL_RESULTS_NUDGE not in messages[-1]["content"]
+
+    def test_a_retry_is_sampled_not_greedily(self, unloaded: LocalModel) -> None:
+        """At temperature 0 a repair would come back as the answer it was asked to repair."""
+        first = unloaded.completion_arguments(ModelRequest(messages=CONVERSATION))
+        again = unloaded.completion_arguments(ModelRequest(messages=CONVERSATION, retry=2))
+        assert (first["temperature"], first["seed"]) == (0.0, 0)
+        assert (again["temperature"], again["seed"]) == (RETRY_TEMPERATURE, 2)
 
     def test_default_request(self, unloaded: LocalModel) -> None:
         arguments = unloaded.completion_arguments(ModelRequest(messages=CONVERSATION))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
+from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
 from agentrt import (
     Event,
@@ -20,7 +23,8 @@ from agentrt import (
     ToolStartedEvent,
     Workspace,
 )
-from agentrt.planning.dag import plan_levels, validate_plan
+from agentrt.models.base import for_llama_grammar
+from agentrt.planning.dag import plan_levels, plan_schema, validate_plan
 from tests.helpers import MakeAgent, check_stream, last
 from tests.planning.plans import finish, node, plan, replan
 
@@ -33,6 +37,42 @@ async def run(agent: Any, strategy: str = "planned") -> list[Event]:
     events = [e async for e in agent.run("Go", strategy=strategy)]
     check_stream(events)
     return events
+
+
+class TestPlanSchema:
+    """Under a grammar, a node is one of the tools with that tool's own arguments."""
+
+    def schema(self, workspace: Workspace) -> dict[str, Any]:
+        return plan_schema([workspace.tools[n].definition for n in ("add", "echo")])
+
+    def test_a_node_has_its_tools_arguments(self, workspace: Workspace) -> None:
+        validator = Draft202012Validator(self.schema(workspace))
+        good = {
+            "plan": "p",
+            "nodes": [node("T1", "add", a=1, b=2), node("T2", "echo", ["T1"], text="{T1}!")],
+        }
+        assert list(validator.iter_errors(good)) == []
+        for wrong in (
+            node("T1", "add", ARGUMENT=1),  # a placeholder copied from a prompt
+            node("T1", "add", a=1),  # a required argument left out
+            node("T1", "echo", a=1, b=2),  # another tool's arguments
+            node("T1", "teleport", to="Mars"),
+        ):
+            assert list(validator.iter_errors({"plan": "p", "nodes": [wrong]})), wrong
+
+    def test_an_argument_may_be_a_reference_to_a_result(self, workspace: Workspace) -> None:
+        validator = Draft202012Validator(self.schema(workspace))
+        for a in ("${T1}", "{T1}", "${T1.rows[0].total}"):
+            plan_ = {"plan": "p", "nodes": [node("T2", "add", ["T1"], a=a, b=2)]}
+            assert list(validator.iter_errors(plan_)) == [], a
+        not_a_reference = {"plan": "p", "nodes": [node("T2", "add", a="two", b=2)]}
+        assert list(validator.iter_errors(not_a_reference))
+
+    def test_the_embedded_models_grammar_is_built_from_it(self, workspace: Workspace) -> None:
+        grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(self.schema(workspace))))
+        for name in ("add", "echo"):  # each tool's name, as the only value its node's takes
+            assert f'::= "\\"{name}\\""' in grammar, name
+        LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar it cannot read
 
 
 class TestValidation:
@@ -239,6 +279,9 @@ class TestRepairAndFallback:
         repair = agent.model.requests[1].messages[-1].content  # type: ignore[attr-defined]
         assert repair.startswith("Your plan cannot run:\n- node T1: there is no tool 'teleport'")
         assert [e.call_id for e in of(events, ToolFinishedEvent)] == ["T1@2"]
+        # The repair is asked as one: a greedy backend samples it differently.
+        plans = [r for r in agent.model.requests if r.purpose == "plan"]  # type: ignore[attr-defined]
+        assert [r.retry for r in plans] == [0, 1]
 
     async def test_falls_back_to_react_when_no_plan_parses(self, make_agent: MakeAgent) -> None:
         agent = make_agent(["I think we should add.", "Still prose.", "The answer is 2."])

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
 from agentrt import (
     Event,
     ModelResponseEvent,
@@ -16,7 +19,8 @@ from agentrt import (
     VmInstructionEvent,
     Workspace,
 )
-from agentrt.planning.vm import validate_program
+from agentrt.models.base import for_llama_grammar
+from agentrt.planning.vm import program_schema, validate_program
 from tests.helpers import MakeAgent, check_stream, last
 from tests.planning.programs import assign, calling, jmp, program, reasoning, verdict
 
@@ -29,6 +33,29 @@ async def run(agent: Any) -> list[Event]:
     events = [e async for e in agent.run("Go", strategy="programmed")]
     check_stream(events)
     return events
+
+
+class TestProgramSchema:
+    """Under a grammar, a `calling` instruction is one of the tools with its own arguments."""
+
+    def test_a_call_has_its_tools_arguments(self, workspace: Workspace) -> None:
+        schema = program_schema([workspace.tools[n].definition for n in ("add", "echo")])
+        validator = Draft202012Validator(schema)
+        good = [
+            reasoning(),
+            calling(1, "add", "sum", a=1, b="${x}"),
+            assign(2, final_answer="${sum}"),
+        ]
+        assert list(validator.iter_errors({"program": good})) == []
+        for wrong in (
+            calling(1, "add", "sum", ARGUMENT=1),
+            calling(1, "add", "sum", a=1),
+            calling(1, "echo", "out", a=1, b=2),
+            calling(1, "teleport", "out", to="Mars"),
+        ):
+            assert list(validator.iter_errors({"program": [reasoning(), wrong]})), wrong
+        grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(schema)))
+        LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar it cannot read
 
 
 class TestValidation:
@@ -299,6 +326,8 @@ class TestRepairAndFallback:
         repair = agent.model.requests[1].messages[-1].content  # type: ignore[attr-defined]
         assert repair.startswith("Your program cannot run:\n- seq_no 0 must be a 'reasoning'")
         assert last(events).answer == "fixed"
+        programs = [r for r in agent.model.requests if r.purpose == "program"]  # type: ignore[attr-defined]
+        assert [r.retry for r in programs] == [0, 1]  # the repair is asked as one
 
     async def test_falls_back_to_react(self, make_agent: MakeAgent) -> None:
         agent = make_agent(["not a program", "{}", "Plain answer."])
