@@ -21,8 +21,8 @@ per family a table whose rows are planner × model × half:
   (`budget_exhausted`), `other` (any other status);
 - invalid plans, repairs asked for, fallbacks to another planner, and tool calls per task;
 
-and a second table per family: right % by the tasks' kinds. A family that raises is reported
-under the tables (and the exit status is 1); the others still run.
+and a second table per family: right % by the tasks' kinds. A family that raises (as it loads or
+runs) is reported under the tables (and the exit status is 1); the others still run.
 
 `--smoke` runs the first tuning task of each family through its first planner, on the first
 model only. Progress goes to stderr as the tasks run (task, status, right, seconds). With
@@ -116,9 +116,9 @@ class Selection:
     """A turn's token cap, for a family whose `run` takes one."""
 
 
-def family_paths() -> list[Path]:
-    """The family modules, in name order."""
-    return sorted(p for p in HERE.glob("agents_*.py") if p.name != "agents_common.py")
+def family_paths(folder: Path = HERE) -> list[Path]:
+    """The family modules in `folder`, in name order."""
+    return sorted(p for p in folder.glob("agents_*.py") if p.name != "agents_common.py")
 
 
 def load(path: Path) -> ModuleType:
@@ -130,6 +130,20 @@ def load(path: Path) -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
     spec.loader.exec_module(module)
     return module
+
+
+def discover(folder: Path = HERE) -> tuple[list[ModuleType], list[str]]:
+    """The family modules in `folder` that load, and a line for each that raised as it
+    loaded."""
+    modules: list[ModuleType] = []
+    failures: list[str] = []
+    for path in family_paths(folder):
+        try:
+            modules.append(load(path))
+        except Exception as exc:  # one family's fault must not stop the others
+            failures.append(f"{path.name} did not load: {type(exc).__name__}: {exc}")
+            _stderr(f"{path.name} did not load:\n{traceback.format_exc()}")
+    return modules, failures
 
 
 def _stderr(line: str) -> None:
@@ -332,7 +346,7 @@ def main(
     if options.table is not None:
         show(read(options.table))
         return 0
-    found = list(modules) if modules is not None else [load(p) for p in family_paths()]
+    found, unloaded = (list(modules), []) if modules is not None else discover()
     known = {m.FAMILY for m in found}
     unknown = set(options.families or ()) - known
     if unknown:
@@ -354,8 +368,8 @@ def main(
     finally:
         if out is not None:
             out.close()
-    show(records, failures)
-    return 1 if failures else 0
+    show(records, [*unloaded, *failures])
+    return 1 if unloaded or failures else 0
 
 
 if __name__ == "__main__":

@@ -96,6 +96,25 @@ def test_the_families_beside_it_are_found(agents: ModuleType) -> None:
         assert callable(module.run), path.name
 
 
+def test_a_family_that_does_not_load_is_reported(agents: ModuleType, tmp_path: Path) -> None:
+    """Discovery keeps the families that load and says which did not, and why."""
+    (tmp_path / "agents_fake.py").write_text(FAKE, encoding="utf-8")
+    (tmp_path / "agents_bad.py").write_text("import no_such_module_here\n", encoding="utf-8")
+    (tmp_path / "agents_common.py").write_text("raise RuntimeError\n", encoding="utf-8")
+    modules, failures = agents.discover(tmp_path)
+    assert [m.FAMILY for m in modules] == ["fake"]
+    assert failures == [
+        "agents_bad.py did not load: ModuleNotFoundError: No module named 'no_such_module_here'"
+    ]
+
+
+def test_an_unknown_family_is_refused(
+    agents: ModuleType, fakes: list[ModuleType], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert agents.main(["--families", "nope"], modules=fakes, make_model=scripted) == 2
+    assert capsys.readouterr().out == "no family nope (known: broken, fake)\n"
+
+
 def test_a_run_is_tabled_and_tabled_again_from_its_rows(
     agents: ModuleType,
     fakes: list[ModuleType],
