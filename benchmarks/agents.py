@@ -175,6 +175,8 @@ async def measure(
             planners = [
                 p for p in module.PLANNERS if selection.planners is None or p in selection.planners
             ]
+            if not planners:
+                log(f"{family} runs {', '.join(module.PLANNERS)}: none of them chosen")
             for planner in planners[:1] if selection.smoke else planners:
                 for which in ("tuning",) if selection.smoke else selection.halves:
                     where = f"{family} {planner} {which} on {spec}"

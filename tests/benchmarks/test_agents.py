@@ -186,6 +186,13 @@ def test_smoke_limit_and_planners_choose_what_runs(
 
     smoke = agents.Selection(halves=("held-out",), families=("fake",), smoke=True)
     assert ran(smoke, ["a", "b"]) == [("a", "react", "tuning", "q1")]
+    lines: list[str] = []
+    none = agents.Selection(families=("fake",), planners=("dag",))
+    assert (
+        asyncio.run(agents.measure(fakes, ["a"], none, make_model=scripted, log=lines.append))[0]
+        == []
+    )
+    assert lines == ["fake runs react, other: none of them chosen"]
     limited = agents.Selection(halves=("held-out",), planners=("other",), limit=1)
     assert ran(limited, ["a", "b"]) == [
         ("a", "other", "held-out", "q2"),
