@@ -40,7 +40,9 @@ with `sign` ([negative, positive]). The answer is then one of:
   numbers has more chances (a 1 % band around a sum of millions is rarely hit by chance);
 - numbers (`by` without a pick, e.g. revenue by quarter and category): every one of them;
 - a label (`pick`): the expected label is named and is the first label of its dimension the
-  answer names (so "West, ahead of East" is right and "East trails West" is not);
+  answer's prose names (so "West, ahead of East" is right and "East trails West" is not); the
+  lines of a markdown table are read only when the prose names none, and then its first row
+  answers (a table sorted by the value, largest first, answers "which is highest");
 - labels (`top` / `bottom` k): all k are named, in any order.
 
 Labels are found as written: regions, categories, channels and weekdays by name (any case;
@@ -530,6 +532,14 @@ def check(answer: str, want: Expected) -> tuple[bool, str]:
     assert want.dimension is not None
     named = mentions(answer, want.dimension, want.candidates, want.year)
     if want.kind == "label":
+        # The prose says which; a table is read only when the prose names none (then its
+        # first row answers, as a table sorted by the value does).
+        lines = answer.splitlines()
+        prose = "\n".join(line for line in lines if not line.lstrip().startswith("|"))
+        table = "\n".join(line for line in lines if line.lstrip().startswith("|"))
+        named = mentions(prose, want.dimension, want.candidates, want.year) or mentions(
+            table, want.dimension, want.candidates, want.year
+        )
         if not named:
             return False, f"no {want.dimension} named"
         ok = named[0] == want.labels[0]

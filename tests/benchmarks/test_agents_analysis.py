@@ -253,6 +253,18 @@ class TestScore:
         assert "named West first" in detail
         assert not bench.score(t, summary(bench, "The north region."))[0]
 
+    def test_the_prose_answers_before_a_table(self, bench: ModuleType) -> None:
+        """A table in time order and then the month in prose is right; a table alone answers
+        by its first row."""
+        t = task(bench, "trend-best-month")
+        rows = "| month | revenue |\n|---|---|\n| 2023-01 | 1,891,269 |\n| 2024-12 | 2,600,062 |"
+        assert bench.score(t, summary(bench, f"{rows}\n\nDecember 2024 was the best month."))[0]
+        assert not bench.score(t, summary(bench, rows))[0]
+        best_first = (
+            "| month | revenue |\n|---|---|\n| 2024-12 | 2,600,062 |\n| 2023-01 | 1,891,269 |"
+        )
+        assert bench.score(t, summary(bench, best_first))[0]
+
     def test_top_k_needs_all_k(self, bench: ModuleType) -> None:
         t = task(bench, "top3-months-2024")
         assert bench.score(t, summary(bench, "December, October and November 2024."))[0]
