@@ -35,7 +35,8 @@ with `sign` ([negative, positive]). The answer is then one of:
 
 - a number (no `by`): right when the answer holds a number within 1 % of it, by magnitude (the
   sign is said in words); numbers are read as models write them: 1,234,567.89, 1.23 million,
-  $1.2M, 12.5 %, 45k. A percent (share_above, growth_pct, share_pct) may also be written as a
+  $1.2M, 12.5 %, 45k (the digits of a date or period, 2024-06-16 or 2024Q3, are not numbers).
+  A percent (share_above, growth_pct, share_pct) may also be written as a
   fraction (0.125 for 12.5 %). Any number of the answer may match: an answer that lists many
   numbers has more chances (a 1 % band around a sum of millions is rarely hit by chance);
 - numbers (`by` without a pick, e.g. revenue by quarter and category): every one of them;
@@ -295,8 +296,9 @@ class Expected:
     def __str__(self) -> str:
         if self.kind in ("label", "labels"):
             return ", ".join(self.labels)
-        shown = ", ".join(f"{n:,.4g}" if abs(n) < 1000 else f"{n:,.2f}" for n in self.numbers)
-        return shown + (" %" if self.percent else "")
+        shown = ", ".join(f"{n:,.4g}" if abs(n) < 1000 else f"{n:,.2f}" for n in self.numbers[:3])
+        more = f" … ({len(self.numbers)} numbers)" if len(self.numbers) > 3 else ""
+        return shown + (" %" if self.percent else "") + more
 
 
 def _select(frame: pd.DataFrame, where: Where) -> pd.DataFrame:
@@ -442,10 +444,15 @@ _SCALES = {"million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "b": 
 _SCALES |= {"thousand": 1e3, "k": 1e3}
 
 
+_PERIOD = re.compile(r"(?<![\w.])\d{4}(?:-\d{2}(?:-\d{2})?|-?Q[1-4])(?![\w.])", re.IGNORECASE)
+"""A day, month or quarter written as digits (2024-06-12, 2024-06, 2024Q3): not a number."""
+
+
 def numbers_in(text: str) -> list[float]:
-    """Every number of `text`, scaled as written (1.2M: 1,200,000; 12.5 %: 12.5)."""
+    """Every number of `text`, scaled as written (1.2M: 1,200,000; 12.5 %: 12.5); the digits of
+    dates and periods (2024-06-16) are not numbers."""
     found = []
-    for m in _NUMBER.finditer(text):
+    for m in _NUMBER.finditer(_PERIOD.sub(" ", text)):
         value = float(m["digits"].replace(",", ""))
         scale = (m["scale"] or "").lower()
         value *= _SCALES.get(scale, 1.0)

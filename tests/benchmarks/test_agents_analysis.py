@@ -3,6 +3,7 @@ scorer reads answers as its docstring says, and one task runs end to end through
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,6 +40,16 @@ def summary(bench: ModuleType, answer: str, *, status: str = "ok", doubt: str | 
 def task(bench: ModuleType, task_id: str) -> Any:
     (found,) = [t for t in bench.load() if t.id == task_id]
     return found
+
+
+class TestContract:
+    def test_the_driver_finds_what_it_needs(self, bench: ModuleType) -> None:
+        """`FAMILY`, `PLANNERS`, `tasks(half)` with ids, `run` a coroutine function."""
+        assert bench.FAMILY == "analysis"
+        assert bench.PLANNERS == ("pipeline", "react", "dag", "vm")
+        assert set(bench.STRATEGIES) == set(bench.PLANNERS)
+        assert all(t.id for half in ("tuning", "held-out") for t in bench.tasks(half))
+        assert inspect.iscoroutinefunction(bench.run)
 
 
 class TestData:
@@ -213,6 +224,8 @@ class TestReading:
         assert bench.states_number("a growth rate of 0.1249", 12.49, percent=True)
         assert not bench.states_number("a growth rate of 0.1249", 12.49)
         assert bench.states_number("Online trailed store by -19,426.09.", -19426.09)
+        assert not bench.states_number("the peak was on 2024-06-16, then 2024Q4", 16.14)
+        assert bench.states_number("2024-06-16: 16.1 % of days", 16.14)
 
     def test_labels_in_the_forms_models_write(self, bench: ModuleType) -> None:
         months = [f"2024-{m:02d}" for m in range(1, 13)]
