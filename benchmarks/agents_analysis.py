@@ -551,8 +551,8 @@ def check(answer: str, want: Expected) -> tuple[bool, str]:
             return False, f"no {want.dimension} named"
         ok = named[0] == want.labels[0]
         return ok, "" if ok else f"named {named[0]} first"
-    missing = [lb for lb in want.labels if lb not in named]
-    return not missing, f"missing {', '.join(missing)}" if missing else ""
+    absent = [lb for lb in want.labels if lb not in named]
+    return not absent, f"missing {', '.join(absent)}" if absent else ""
 
 
 def score(task: Task, run: RunSummary, want: Expected | None = None) -> tuple[bool, str]:
