@@ -13,6 +13,8 @@ import pytest
 
 from agentrt import ScriptedModel, Trajectory, Workspace
 from tests.helpers import call, load_benchmark
+from tests.planning.plans import finish, node, plan
+from tests.planning.programs import assign, calling, program, reasoning
 
 
 @pytest.fixture(scope="module")
@@ -350,6 +352,45 @@ class TestRun:
         trajectories = sorted((tmp_path / "trajectories").rglob("*.jsonl"))
         assert len(trajectories) == 2
         assert [Trajectory.read(p).events[-1].type for p in trajectories] == ["run_finished"] * 2
+
+    async def test_the_added_dag_strategy_runs(self, bench: ModuleType, tmp_path: Path) -> None:
+        """A scripted plan over the copy's analysis tools runs, and its joined answer is scored."""
+        t = task(bench, "total-all")
+        model = ScriptedModel(
+            [
+                plan(node("T1", "load_dataset", source="sales")),
+                finish("The total revenue is 53.0 million."),
+            ]
+        )
+        (row,) = await bench.run(
+            [t], model=model, model_name="scripted", planner="dag", workdir=tmp_path
+        )
+        assert (row.planner, row.run.status, row.run.tool_calls, row.right) == (
+            "dag",
+            "ok",
+            1,
+            True,
+        )
+        assert row.run.invalid_plans == row.run.fallbacks == 0
+
+    async def test_the_added_vm_strategy_runs(self, bench: ModuleType, tmp_path: Path) -> None:
+        """A scripted program over the copy's analysis tools runs; its final_answer is
+        scored."""
+        t = task(bench, "trend-best-month")
+        model = ScriptedModel(
+            [
+                program(
+                    reasoning(),
+                    calling(1, "load_dataset", "data", source="sales"),
+                    assign(2, final_answer="December 2024 had the highest revenue."),
+                )
+            ]
+        )
+        (row,) = await bench.run(
+            [t], model=model, model_name="scripted", planner="vm", workdir=tmp_path
+        )
+        assert (row.planner, row.run.status, row.run.tool_calls, row.right) == ("vm", "ok", 1, True)
+        assert row.run.fallbacks == 0
 
     async def test_an_unknown_planner_is_refused(self, bench: ModuleType, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="runs pipeline, react, dag, vm"):
