@@ -61,6 +61,7 @@ __all__ = [
     "ToolOutcome",
     "canonical_arguments",
     "edited_call",
+    "share_out",
 ]
 
 ApprovalPolicy = Callable[[str, dict[str, JsonValue]], bool]
@@ -465,10 +466,7 @@ class Executor:
 
     def _observation(self, output: JsonValue) -> str:
         text = output if isinstance(output, str) else _OBSERVATION.encode(output)
-        limit = self.max_observation_chars
-        if len(text) > limit:
-            text = text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
-        return text
+        return _cut(text, self.max_observation_chars)
 
 
 def _invalid(tool: Tool, exc: ValidationError) -> str:
@@ -508,6 +506,25 @@ def _json_of(call: PreparedCall) -> dict[str, JsonValue]:
     value = _jsonable(call.arguments)
     assert isinstance(value, dict)
     return value
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
+
+
+def share_out(texts: Sequence[str], limit: int) -> list[str]:
+    """`texts` (a turn's observations) cut to about `limit` characters together, so that many
+    results at once cannot fill a small model's context: the shorter ones stay whole, the
+    longer each get an equal share of what they leave, each cut noted as `_observation`'s."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    shares = [0] * len(texts)
+    left = limit
+    for rank, i in enumerate(order):
+        shares[i] = min(len(texts[i]), left // (len(texts) - rank))
+        left -= shares[i]
+    return [_cut(text, share) for text, share in zip(texts, shares, strict=True)]
 
 
 def _jsonable(value: Any) -> JsonValue:

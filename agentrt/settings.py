@@ -39,6 +39,10 @@ class AgentSettings(BaseModel):
     """Tool calls of one run that may execute at once; the rest wait their turn."""
     max_observation_chars: int = Field(8000, ge=100)
     """A tool result longer than this is cut before the model sees it (events keep it whole)."""
+    max_turn_observation_chars: int = Field(16000, ge=100)
+    """All the results of one `react` turn together: past it, the longest are cut further, to
+    equal shares (events keep them whole), so that a turn of many calls cannot fill the
+    context of a small model (the embedded ones read 8,192 tokens, about 32,000 characters)."""
     trajectory_dir: Path | None = Path("trajectories")
     """Where runs are recorded, as `<dir>/<yyyy-mm-dd>/<run_id>.jsonl`; None records nothing."""
     default_strategy: str = "exploratory"

@@ -22,7 +22,7 @@ from agentrt import (
     Workspace,
 )
 from agentrt.catalog.toolbox import Toolbox
-from agentrt.execution import Executor, PreparedCall
+from agentrt.execution import Executor, PreparedCall, share_out
 from agentrt.parsing import CallPiece
 from agentrt.run import RunContext
 from agentrt.tool import ToolStorage
@@ -274,3 +274,22 @@ class TestDuplicateGuard:
         events = await run(make_agent([call("counter"), call("counter"), "ok"]))
         assert [e.output for e in of(events, ToolFinishedEvent)] == [1, 2]
         assert not of(events, GuardEvent)
+
+
+class TestTurnObservations:
+    def test_the_longest_share_what_the_shorter_leave(self) -> None:
+        texts = ["a" * 10, "b" * 500, "c" * 2000]
+        cut = share_out(texts, 1000)
+        assert cut[0] == texts[0]  # short: whole
+        assert [len(t.split("\n")[0]) for t in cut[1:]] == [495, 495]  # (1000 - 10) / 2 each
+        assert cut[1].endswith("[… 5 more characters not shown]")
+        assert cut[2].endswith("[… 1505 more characters not shown]")
+        assert share_out(texts, 3000) == texts  # under the limit: nothing cut
+
+    async def test_a_turn_of_long_results_fits_its_limit(self, make_agent: MakeAgent) -> None:
+        calls = "\n".join(call("echo", text=letter * 3000) for letter in "xyz")
+        agent = make_agent([calls, "done"], max_turn_observation_chars=3000)
+        events = await run(agent)
+        assert [len(str(e.output)) for e in of(events, ToolFinishedEvent)] == [3000] * 3
+        seen = observations(agent.model.requests[1])  # type: ignore[attr-defined]
+        assert [len(text.split("\n")[0]) for _, text in seen] == [1000] * 3

@@ -33,7 +33,7 @@ from agentrt.events import (
     TextDeltaEvent,
     Usage,
 )
-from agentrt.execution import Batch, ToolOutcome, canonical_arguments
+from agentrt.execution import Batch, ToolOutcome, canonical_arguments, share_out
 from agentrt.models.base import (
     TOOL_RESULTS_NUDGE,
     Message,
@@ -134,15 +134,17 @@ class _ReAct:
         self.messages.append(
             Message(role="assistant", content="".join(turn.content), tool_calls=tuple(turn.calls))
         )
+        limit = self.task.settings.max_turn_observation_chars
+        observations = share_out([o.observation for o in turn.outcomes], limit)
         self.messages.extend(
             Message(
                 role="tool",
-                content=o.observation,
+                content=observation,
                 tool_call_id=o.call_id,
                 name=o.name,
                 arguments=o.arguments,
             )
-            for o in turn.outcomes
+            for o, observation in zip(turn.outcomes, observations, strict=True)
         )
 
     def _finished_too_early(self, turn: _Turn, ended: ToolOutcome) -> bool:
