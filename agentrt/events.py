@@ -342,11 +342,12 @@ class GuardEvent(EventBase):
     type: Literal["guard"] = "guard"
     step: int
     call_id: str
-    kind: Literal["duplicate", "early_finish", "repetition"]
+    kind: Literal["duplicate", "early_finish", "repetition", "needs_result"]
     """`duplicate`: an identical call answered from the cache. `early_finish`: a call that ends
     the run, written in the same turn as other calls, refused until their results are seen.
     `repetition`: the model wrote a call it had already written in this turn, a loop: the call
-    is dropped and the model's answer cut there."""
+    is dropped and the model's answer cut there. `needs_result`: a call written after one
+    whose result it needs (the strategy's `after`) in the same turn: not run."""
     detail: str
     original_call_id: str | None = None
 

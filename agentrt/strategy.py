@@ -231,6 +231,10 @@ class _ToolTurns(_StrategyBase):
     ones) and `safety`, and is told that no tool fits (`no_tool_fits.j2`); 0 always offers
     them. The fit is computed even with `retrieve: 0`. See the README's tool retrieval
     section for what values mean."""
+    after: dict[str, list[str]] = {}
+    """Tools that need another's result, e.g. `{run_sql: [ground_schema]}`: a `run_sql` written
+    in the same reply as a `ground_schema` before it (whose result it cannot have read, so its
+    table names are guesses) is not run; the model is told to read that result first."""
     results_nudge: str | None = Field(None, min_length=1, max_length=500)
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
     told after them, at the end of the one user message that lists them; None keeps the

@@ -267,10 +267,12 @@ class Workspace:
             path = self._path("strategies", f"{s.name}.yaml")
             safety = [] if isinstance(s, PipelineStrategy) else s.safety
             builtins = s.vm.builtins if isinstance(s, VmStrategy) else []
+            after = {} if isinstance(s, PipelineStrategy) else s.after
             for field, names in (
                 ("tools", [] if s.tools == "all" else s.tools),
                 ("safety", safety),
                 ("vm.builtins", builtins),
+                ("after", [*after, *(t for needed in after.values() for t in needed)]),
             ):
                 missing = [t for t in names if t not in self.tools]
                 if missing:

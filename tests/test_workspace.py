@@ -80,6 +80,10 @@ def test_default_workspace_loads() -> None:
             "vm: {builtins: [oracle]}\n",
             "field 'vm.builtins': no tool named 'oracle' in the workspace",
         ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nafter: {add: [oracle]}\n",
+            "field 'after': no tool named 'oracle' in the workspace",
+        ),
         ("description: x\nstep_budget: [1\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping of fields, got list"),
     ],
@@ -95,6 +99,7 @@ def test_default_workspace_loads() -> None:
         "other-planners-field",
         "policy-of-another-planner",
         "vm-builtin",
+        "after-tool",
         "yaml",
         "shape",
     ],

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Mapping, Sequence
 
 from agentrt.events import (
     AskEvent,
@@ -61,13 +62,18 @@ EMPTY_TURN_NUDGE = (
 )
 
 
-async def run_react(task: PlannerInput, results_nudge: str | None = None) -> PlannerResult:
+async def run_react(
+    task: PlannerInput,
+    results_nudge: str | None = None,
+    after: Mapping[str, Sequence[str]] | None = None,
+) -> PlannerResult:
     """Run `task` turn by turn.
 
     :param results_nudge: what a model that takes tool results as text is told after them
         (None: the model's default)
+    :param after: the tools whose results a tool needs (the strategy's `after`)
     """
-    run = _ReAct(task, results_nudge)
+    run = _ReAct(task, results_nudge, after or {})
     result = await run.kernel.run(run.run)
     result.messages = run.messages[run.start :]
     return result
@@ -76,11 +82,14 @@ async def run_react(task: PlannerInput, results_nudge: str | None = None) -> Pla
 class _ReAct:
     """One run of the planner: the conversation, and the parsers its turns share."""
 
-    def __init__(self, task: PlannerInput, results_nudge: str | None) -> None:
+    def __init__(
+        self, task: PlannerInput, results_nudge: str | None, after: Mapping[str, Sequence[str]]
+    ) -> None:
         self.task = task
         self.ctx = task.ctx
         self.kernel = Kernel(task)
         self.results_nudge = results_nudge or TOOL_RESULTS_NUDGE
+        self.after = after
         # One parser and assembler serve every turn: each starts afresh after `close()`.
         self.assembler = NativeToolCallAssembler()
         self.messages = self.kernel.opening("")
@@ -236,6 +245,8 @@ class _Turn:
         """The native calls, whole: for the conversation and the record."""
         self.usage = Usage()
         self._written: set[str] = set()
+        self._named: set[str] = set()
+        """The tools this turn has called so far."""
 
     @property
     def outcomes(self) -> list[ToolOutcome]:
@@ -288,8 +299,34 @@ class _Turn:
                     )
                     return True
                 self._written.add(identity)
+            needed = self._needed_first(piece)
+            if needed:
+                self.batch.add(self._not_yet(piece, call_id, needed))
+                continue
+            self._named.add(str(piece.name))
             admitted = self.run.task.executor.admit(
                 piece, step=self.step, call_id=call_id, arguments_json=arguments_json
             )
             self.batch.add(admitted)
         return False
+
+    def _needed_first(self, piece: CallPiece | InvalidPiece) -> list[str]:
+        """The tools called earlier in this turn whose results `piece` needs (`after`)."""
+        return sorted(self._named.intersection(self.run.after.get(str(piece.name), ())))
+
+    def _not_yet(
+        self, piece: CallPiece | InvalidPiece, call_id: str, needed: list[str]
+    ) -> ToolOutcome:
+        first = " and ".join(needed)
+        self.run.ctx.emit(
+            GuardEvent,
+            step=self.step,
+            call_id=call_id,
+            kind="needs_result",
+            detail=f"{piece.name} came in the same turn as {first}, whose result it needs; not run",
+        )
+        observation = (
+            f"Not run: you called {piece.name} in the same reply as {first}, before seeing "
+            f"its result. Read that result, then call {piece.name} again, using it."
+        )
+        return ToolOutcome(call_id, piece.name, None, observation, arguments=piece.raw)

@@ -308,3 +308,31 @@ class TestSideEffectsOnce:
         events = await run(make_agent([call("counter"), call("counter"), "done"]))
         assert seen.counter == 2
         assert [e.cached for e in of(events, ToolFinishedEvent)] == [False, False]
+
+
+class TestNeedsResult:
+    """A strategy's `after`: a call written in the same reply as one whose result it needs."""
+
+    async def test_a_call_after_what_it_needs_waits_a_turn(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [
+                call("echo", text="2") + "\n" + call("add", a=1, b=1),
+                call("add", a=1, b=2),
+                "3",
+            ]
+        )
+        events = [e async for e in agent.run("Go", strategy="sequenced")]
+        check_stream(events)
+        (guard,) = [e for e in events if isinstance(e, GuardEvent)]
+        assert (guard.kind, guard.call_id) == ("needs_result", "call_1_2")
+        ran = [(e.name, e.step) for e in events if isinstance(e, ToolFinishedEvent)]
+        assert ran == [("echo", 1), ("add", 2)]  # the first add never ran
+        told = agent.model.requests[1].messages[-1].content  # type: ignore[attr-defined]
+        assert "Not run: you called add in the same reply as echo" in told
+        assert last(events).answer == "3"
+
+    async def test_in_the_other_order_both_run(self, make_agent: MakeAgent) -> None:
+        agent = make_agent([call("add", a=1, b=1) + "\n" + call("echo", text="2"), "done"])
+        events = [e async for e in agent.run("Go", strategy="sequenced")]
+        assert not [e for e in events if isinstance(e, GuardEvent)]
+        assert sorted(e.name for e in events if isinstance(e, ToolFinishedEvent)) == ["add", "echo"]
