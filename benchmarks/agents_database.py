@@ -14,6 +14,9 @@ with hand-written gold SQL, already split by the sha1 of their text into `<db>.t
 and `<db>.heldout.yaml`: those files are the halves (not `agents_common.half`). A task's id
 is its database and its place in that half's file (`chinook-07`); its kind is how many tables
 the gold SQL reads (`1 table`, `2 tables`, `3+ tables`, from the set's computed labels).
+A half holds about 35 questions per database (107 tuning, 105 held out); `tasks(half,
+per_database=N)` takes the first N of each database's file, a sample the sha1 order makes fair,
+for a driver that cannot afford a whole half on a real model.
 
 A run: the databases are built afresh into `workdir/databases`; the workspace is copied once
 per database into `workdir/dbcopilot-<db>`, its `copilot.yaml` pointed at that database; each
@@ -90,13 +93,14 @@ def _kind(tables: Sequence[str]) -> str:
     return "1 table" if n == 1 else "2 tables" if n == 2 else "3+ tables"
 
 
-def tasks(half: Half) -> list[Task]:
-    """Every question of `half`, database by database, in the order of its file."""
+def tasks(half: Half, per_database: int | None = None) -> list[Task]:
+    """The questions of `half`, database by database, in the order of its file (the order of
+    the sha1 of their text, so any first `per_database` of each are a fair sample; None: all)."""
     out = []
     for database in DATABASES:
         path = SAMPLES / f"{database}.{FILES[half]}.yaml"
         questions = yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]
-        for number, q in enumerate(questions, start=1):
+        for number, q in enumerate(questions[:per_database], start=1):
             out.append(
                 Task(f"{database}-{number:02d}", database, q["q"], q["sql"], _kind(q["tables"]))
             )

@@ -52,6 +52,9 @@ class TestTasks:
                 ]
         kinds = {t.kind for t in tuning}
         assert kinds == {"1 table", "2 tables", "3+ tables"}
+        sample = bench.tasks("held-out", per_database=4)
+        assert sample == [t for t in held_out if int(t.id.split("-")[1]) <= 4]
+        assert len(sample) == 12
 
     def test_the_halves_are_the_fixed_sha1_split_of_the_questions(self, bench: ModuleType) -> None:
         build = bench._builder()
@@ -218,9 +221,7 @@ class TestEndToEnd:
         assert detail.startswith("no successful run_sql")
 
 
-def test_the_rerun_of_a_query_is_read_only(
-    bench: ModuleType, databases: dict[str, Path]
-) -> None:
+def test_the_rerun_of_a_query_is_read_only(bench: ModuleType, databases: dict[str, Path]) -> None:
     with pytest.raises(Exception, match=r"read-only|refus|not allowed|SELECT"):
         bench.execute(databases["sakila"], "DELETE FROM film")
     connection = sqlite3.connect(databases["sakila"])
