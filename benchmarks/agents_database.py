@@ -61,7 +61,16 @@ from typing import Any
 
 import yaml
 
-from agentrt import Agent, AgentSettings, Event, Model, ToolCallEvent, ToolFinishedEvent, Workspace
+from agentrt import (
+    Agent,
+    AgentSettings,
+    Event,
+    Model,
+    ToolCallEvent,
+    ToolError,
+    ToolFinishedEvent,
+    Workspace,
+)
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -265,7 +274,7 @@ def score(task: Task, database: Path, events: Sequence[Event], run: RunSummary) 
         return False, f"no successful run_sql; expected {_rows_text(expected)}"
     try:
         _, got = execute(database, sql)
-    except Exception as exc:  # the guard let it run once; it should again
+    except ToolError as exc:  # the guard let it run once; it should again
         return False, f"the run's query fails when run again: {exc}"
     match = same_result(expected, got, in_order=ordered(task.sql))
     if not match:

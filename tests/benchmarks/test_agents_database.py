@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from agentrt import ScriptedModel, Trajectory
+from agentrt.exceptions import QueryRefused
 from tests.helpers import call, load_benchmark
 
 
@@ -222,7 +223,8 @@ class TestEndToEnd:
 
 
 def test_the_rerun_of_a_query_is_read_only(bench: ModuleType, databases: dict[str, Path]) -> None:
-    with pytest.raises(Exception, match=r"read-only|refus|not allowed|SELECT"):
+    """A run's query is run again through the guard: writes are refused, nothing changes."""
+    with pytest.raises(QueryRefused, match=r"only reading statements \(SELECT\) may run"):
         bench.execute(databases["sakila"], "DELETE FROM film")
     connection = sqlite3.connect(databases["sakila"])
     assert connection.execute("SELECT COUNT(*) FROM film").fetchone()[0] == 500
