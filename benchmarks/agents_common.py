@@ -39,6 +39,13 @@ def half(items: Sequence[T], which: Half) -> list[T]:
     return list(items[0 if which == "tuning" else 1 :: 2])
 
 
+def interleave(groups: Sequence[Sequence[T]]) -> list[T]:
+    """The first of each group, then the second of each, …: so that the first N tasks (the
+    driver's `--limit`) cover every group (database, strategy) alike."""
+    longest = max((len(g) for g in groups), default=0)
+    return [g[i] for i in range(longest) for g in groups if i < len(g)]
+
+
 @dataclass(frozen=True, slots=True)
 class RunSummary:
     """How one run went, read from its events alone."""

@@ -74,7 +74,7 @@ from agentrt import (
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 
 sys.path.insert(0, str(Path(__file__).parent))
-from agents_common import Half, Progress, Row, RunSummary, run_once
+from agents_common import Half, Progress, Row, RunSummary, interleave, run_once
 
 FAMILY = "database"
 PLANNERS: tuple[str, ...] = ("copilot",)
@@ -103,17 +103,20 @@ def _kind(tables: Sequence[str]) -> str:
 
 
 def tasks(half: Half, per_database: int | None = None) -> list[Task]:
-    """The questions of `half`, database by database, in the order of its file (the order of
-    the sha1 of their text, so any first `per_database` of each are a fair sample; None: all)."""
-    out = []
+    """The questions of `half`, each database's in the order of its file (the order of the sha1
+    of their text, so any first `per_database` of each are a fair sample; None: all), the
+    databases taken in turn (`interleave`): any first N cover them alike."""
+    groups = []
     for database in DATABASES:
         path = SAMPLES / f"{database}.{FILES[half]}.yaml"
         questions = yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]
-        for number, q in enumerate(questions[:per_database], start=1):
-            out.append(
+        groups.append(
+            [
                 Task(f"{database}-{number:02d}", database, q["q"], q["sql"], _kind(q["tables"]))
-            )
-    return out
+                for number, q in enumerate(questions[:per_database], start=1)
+            ]
+        )
+    return interleave(groups)
 
 
 # ---------------------------------------------------------------------------------------------

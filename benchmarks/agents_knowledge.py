@@ -44,7 +44,7 @@ from typing import Any
 from agentrt import Agent, AgentSettings, Model, Workspace
 
 sys.path.insert(0, str(Path(__file__).parent))
-from agents_common import Half, Progress, Row, half, run_once
+from agents_common import Half, Progress, Row, half, interleave, run_once
 
 
 def _load(path: Path) -> ModuleType:
@@ -76,15 +76,16 @@ class Task:
 
 
 def tasks(which: Half) -> list[Task]:
-    """The questions of `which` half, strategy by strategy (`half` over each one's questions)."""
+    """The questions of `which` half (`half` over each strategy's questions), the strategies
+    taken in turn (`interleave`): any first N cover them alike."""
     questions = knowledge.load_agent_questions()
-    out = []
+    groups = []
     for strategy in PLANNERS:
         numbered = [
             (n, q) for n, q in enumerate((q for q in questions if q.strategy == strategy), start=1)
         ]
-        out += [Task(f"{strategy}-{n}", q, strategy) for n, q in half(numbered, which)]
-    return out
+        groups.append([Task(f"{strategy}-{n}", q, strategy) for n, q in half(numbered, which)])
+    return interleave(groups)
 
 
 def _mark(value: bool | None) -> str:

@@ -39,9 +39,8 @@ class TestTasks:
         assert len({t.id for t in tuning + held_out}) == len(tuning)  # ids repeat across halves
         for half, file in (("tuning", "tuning"), ("held-out", "heldout")):
             got = bench.tasks(half)
-            assert [t.database for t in got] == sorted(
-                (t.database for t in got), key=bench.DATABASES.index
-            )
+            # The databases in turn, so that any first N tasks cover them alike.
+            assert [t.database for t in got[:6]] == [*bench.DATABASES, *bench.DATABASES]
             for database in bench.DATABASES:
                 raw = yaml.safe_load(
                     (bench.SAMPLES / f"{database}.{file}.yaml").read_text(encoding="utf-8")

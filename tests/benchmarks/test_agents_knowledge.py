@@ -29,7 +29,8 @@ class TestTasks:
         tuning, held_out = bench.tasks("tuning"), bench.tasks("held-out")
         assert bench.PLANNERS == ("aggregate", "list", "targeted", "exploratory")
         for got, places in ((tuning, (1, 3)), (held_out, (2, 4))):
-            assert [t.id for t in got] == [f"{s}-{n}" for s in bench.PLANNERS for n in places]
+            # The strategies in turn, so that any first N tasks cover them alike.
+            assert [t.id for t in got] == [f"{s}-{n}" for n in places for s in bench.PLANNERS]
             assert all(t.kind == t.question.strategy == t.id.split("-")[0] for t in got)
         questions = bench.knowledge.load_agent_questions()
         assert Counter(t.question for t in tuning + held_out) == Counter(questions)
@@ -145,7 +146,7 @@ class TestEndToEnd:
         assert list((tmp_path / "trajectories").rglob("*.jsonl"))
         assert (
             await bench.run(
-                bench.tasks("tuning")[:2],
+                [t for t in bench.tasks("tuning") if t.kind == "aggregate"],
                 model=model,
                 model_name="scripted",
                 planner="list",
