@@ -80,7 +80,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agents_common import Half, Progress, Row, RunSummary, half, run_once
+from agents_common import Half, Progress, Row, RunSummary, Verdict, half, run_each, run_once
 
 from agentrt import Agent, AgentSettings, Model, Workspace
 from agentrt.workspace import default_workspace_path
@@ -609,28 +609,21 @@ async def run(
         workspace=Workspace(root),
         settings=AgentSettings(trajectory_dir=workdir / "trajectories"),
     )
-    rows = []
-    for number, task in enumerate(tasks, start=1):
-        want = expected(task.truth)
-        progress(f"[{number}/{len(tasks)}] {planner} {task.id}: {task.question}")
+
+    async def attempt(task: Task) -> tuple[RunSummary, Verdict]:
         _, summary = await run_once(agent, task.question, strategy=STRATEGIES[planner])
-        right, detail = score(task, summary, want)
-        progress(
-            f"  {summary.status} {'right' if right else 'wrong'} {summary.seconds:.0f}s: {detail}"
-        )
-        rows.append(
-            Row(
-                family=FAMILY,
-                planner=planner,
-                model=model_name,
-                task=task.id,
-                kind=task.kind,
-                right=right,
-                run=summary,
-                detail=detail,
-            )
-        )
-    return rows
+        right, detail = score(task, summary, expected(task.truth))
+        return summary, Verdict(right, detail)
+
+    return await run_each(
+        tasks,
+        attempt,
+        question=lambda t: t.question,
+        family=FAMILY,
+        planner=planner,
+        model_name=model_name,
+        progress=progress,
+    )
 
 
 def main() -> None:

@@ -12,9 +12,9 @@ A family is a module `benchmarks/agents_<family>.py` with:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from agentrt import (
     Agent,
@@ -118,3 +118,59 @@ class Row:
     """A graded score where the family has one (multi-hop: token F1), else None."""
     detail: str = ""
     """Why it was scored so, in a few words (what was expected, what came)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A family's judgement of one run."""
+
+    right: bool
+    detail: str
+    score: float | None = None
+
+
+class TaskLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+
+
+K = TypeVar("K", bound=TaskLike)
+
+
+async def run_each(
+    tasks: Sequence[K],
+    attempt: Callable[[K], Awaitable[tuple[RunSummary, Verdict]]],
+    *,
+    question: Callable[[K], str],
+    family: str,
+    planner: str,
+    model_name: str,
+    progress: Progress,
+) -> list[Row]:
+    """Each task attempted once (`attempt`: run it, judge the run), one at a time, with a
+    progress line before and after each: what every family's `run` does once it is set up."""
+    rows = []
+    for number, task in enumerate(tasks, start=1):
+        where = f"[{number}/{len(tasks)}] {family} {planner} {task.id}"
+        progress(f"{where}: {question(task)}")
+        summary, verdict = await attempt(task)
+        progress(
+            f"{where}: {summary.status}{f' ({summary.doubt})' if summary.doubt else ''}, "
+            f"{'right' if verdict.right else 'wrong'}, {summary.seconds:.1f} s: {verdict.detail}"
+        )
+        rows.append(
+            Row(
+                family=family,
+                planner=planner,
+                model=model_name,
+                task=task.id,
+                kind=task.kind,
+                right=verdict.right,
+                run=summary,
+                score=verdict.score,
+                detail=verdict.detail,
+            )
+        )
+    return rows

@@ -74,7 +74,16 @@ from agentrt import (
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 
 sys.path.insert(0, str(Path(__file__).parent))
-from agents_common import Half, Progress, Row, RunSummary, interleave, run_once
+from agents_common import (
+    Half,
+    Progress,
+    Row,
+    RunSummary,
+    Verdict,
+    interleave,
+    run_each,
+    run_once,
+)
 
 FAMILY = "database"
 PLANNERS: tuple[str, ...] = ("copilot",)
@@ -306,32 +315,24 @@ async def run(
     settings = AgentSettings(trajectory_dir=workdir / "trajectories")
     databases: dict[str, Path] = {}
     agents: dict[str, Agent] = {}
-    rows = []
-    for number, task in enumerate(tasks, start=1):
+
+    async def attempt(task: Task) -> tuple[RunSummary, Verdict]:
         if task.database not in agents:
             databases[task.database] = build_database(task.database, workdir)
             root = prepare_workspace(databases[task.database], workdir)
             progress(f"{FAMILY}: building the schema index of {task.database}")
             warm(root)
             agents[task.database] = Agent(workspace=Workspace(root), model=model, settings=settings)
-        where = f"[{number}/{len(tasks)}] {FAMILY} {planner} {task.id}"
-        progress(f"{where}: {task.question}")
         result, summary = await run_once(agents[task.database], task.question, strategy=planner)
         right, detail = score(task, databases[task.database], result.trajectory.events, summary)
-        progress(
-            f"{where}: {summary.status}{f' ({summary.doubt})' if summary.doubt else ''}, "
-            f"{'right' if right else 'wrong'}, {summary.seconds:.1f} s: {detail}"
-        )
-        rows.append(
-            Row(
-                family=FAMILY,
-                planner=planner,
-                model=model_name,
-                task=task.id,
-                kind=task.kind,
-                right=right,
-                run=summary,
-                detail=detail,
-            )
-        )
-    return rows
+        return summary, Verdict(right, detail)
+
+    return await run_each(
+        tasks,
+        attempt,
+        question=lambda t: t.question,
+        family=FAMILY,
+        planner=planner,
+        model_name=model_name,
+        progress=progress,
+    )

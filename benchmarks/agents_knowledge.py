@@ -44,7 +44,17 @@ from typing import Any
 from agentrt import Agent, AgentSettings, Model, Workspace
 
 sys.path.insert(0, str(Path(__file__).parent))
-from agents_common import Half, Progress, Row, half, interleave, run_once
+from agents_common import (
+    Half,
+    Progress,
+    Row,
+    RunSummary,
+    Verdict,
+    half,
+    interleave,
+    run_each,
+    run_once,
+)
 
 
 def _load(path: Path) -> ModuleType:
@@ -144,27 +154,18 @@ async def run(
         model=model,
         settings=AgentSettings(trajectory_dir=workdir / "trajectories"),
     )
-    rows = []
-    for number, task in enumerate(mine, start=1):
-        where = f"[{number}/{len(mine)}] {FAMILY} {planner} {task.id}"
-        progress(f"{where}: {task.question.question}")
+
+    async def attempt(task: Task) -> tuple[RunSummary, Verdict]:
         result, summary = await run_once(agent, task.question.question, strategy=planner)
         scored = knowledge.score_run(task.question, result.trajectory)
-        ok = right(scored, summary.answered)
-        progress(
-            f"{where}: {summary.status}{f' ({summary.doubt})' if summary.doubt else ''}, "
-            f"{'right' if ok else 'wrong'}, {summary.seconds:.1f} s: {detail(scored)}"
-        )
-        rows.append(
-            Row(
-                family=FAMILY,
-                planner=planner,
-                model=model_name,
-                task=task.id,
-                kind=task.kind,
-                right=ok,
-                run=summary,
-                detail=detail(scored),
-            )
-        )
-    return rows
+        return summary, Verdict(right(scored, summary.answered), detail(scored))
+
+    return await run_each(
+        mine,
+        attempt,
+        question=lambda t: t.question.question,
+        family=FAMILY,
+        planner=planner,
+        model_name=model_name,
+        progress=progress,
+    )

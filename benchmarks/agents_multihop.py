@@ -64,7 +64,17 @@ from agentrt import Agent, AgentSettings, Model, ToolFinishedEvent, Workspace
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from agents_common import HALVES, Half, Progress, Row, RunSummary, half, run_once
+from agents_common import (
+    HALVES,
+    Half,
+    Progress,
+    Row,
+    RunSummary,
+    Verdict,
+    half,
+    run_each,
+    run_once,
+)
 
 FAMILY = "multihop"
 PLANNERS: tuple[str, ...] = ("react", "dag", "vm")
@@ -183,26 +193,21 @@ async def run(
             trajectory_dir=workdir / "trajectories", default_strategy="multihop_react"
         ),
     )
-    rows = []
-    for number, task in enumerate(tasks, start=1):
-        progress(f"[{number}/{len(tasks)}] {FAMILY} {planner} {task.id}: {task.question}")
+
+    async def attempt(task: Task) -> tuple[RunSummary, Verdict]:
         result, summary = await run_once(agent, task.question, strategy=f"multihop_{planner}")
         right, f1_score, detail = score(task, summary, found_titles(result.trajectory.events))
-        rows.append(
-            Row(
-                family=FAMILY,
-                planner=planner,
-                model=model_name,
-                task=task.id,
-                kind=task.kind,
-                right=right,
-                run=summary,
-                score=f1_score,
-                detail=detail,
-            )
-        )
-        progress(f"  {summary.status} right={right} f1={f1_score:.2f} {summary.seconds:.1f}s")
-    return rows
+        return summary, Verdict(right, detail, f1_score)
+
+    return await run_each(
+        tasks,
+        attempt,
+        question=lambda t: t.question,
+        family=FAMILY,
+        planner=planner,
+        model_name=model_name,
+        progress=progress,
+    )
 
 
 async def _main(args: argparse.Namespace) -> None:

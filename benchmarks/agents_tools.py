@@ -45,7 +45,7 @@ from agentrt import (
 sys.path.insert(0, str(Path(__file__).parent))
 
 import toolcalling  # benchmarks/toolcalling.py, found through the line above
-from agents_common import Half, Progress, Row, RunSummary, run_once
+from agents_common import Half, Progress, Row, RunSummary, Verdict, run_each, run_once
 
 FAMILY = "tools"
 PLANNERS = ("react",)
@@ -97,8 +97,8 @@ def _shown(calls: Sequence[tuple[str, dict[str, Any]]]) -> str:
     return "; ".join(f"{name}({args})" for name, args in calls) or "no call"
 
 
-def score(question: Task, turn: FirstTurn, run: RunSummary, *, model: str, planner: str) -> Row:
-    """The row of one run: right when its first turn's calls are and it ended answered."""
+def score(question: Task, turn: FirstTurn, run: RunSummary) -> Verdict:
+    """The verdict on one run: right when its first turn's calls are and it ended answered."""
     calls_ok = calls_right(question, turn)
     if not calls_ok:
         detail = f"expected {_shown(question.calls)}; first turn {_shown(turn.calls)}"
@@ -107,16 +107,7 @@ def score(question: Task, turn: FirstTurn, run: RunSummary, *, model: str, plann
         detail = f"calls right, not answered ({run.status}{', ' + run.doubt if run.doubt else ''})"
     else:
         detail = "calls right, answered"
-    return Row(
-        family=FAMILY,
-        planner=planner,
-        model=model,
-        task=question.id,
-        kind=question.kind,
-        right=calls_ok and run.answered,
-        run=run,
-        detail=detail + (", first turn cut" if turn.cut else ""),
-    )
+    return Verdict(calls_ok and run.answered, detail + (", first turn cut" if turn.cut else ""))
 
 
 async def run(
@@ -142,22 +133,26 @@ async def run(
     before = getattr(model, "max_tokens", None)
     if capped:
         model.max_tokens = max_tokens  # type: ignore[attr-defined]
-    rows: list[Row] = []
+
+    async def attempt(question: Task) -> tuple[RunSummary, Verdict]:
+        agent = Agent(model, tools=tools[question.domain], settings=_SETTINGS)
+        result, summary = await run_once(agent, question.text)
+        turn = first_turn(result.trajectory.events, max_tokens if capped else None)
+        return summary, score(question, turn, summary)
+
     try:
-        for question in tasks:
-            agent = Agent(model, tools=tools[question.domain], settings=_SETTINGS)
-            result, summary = await run_once(agent, question.text)
-            turn = first_turn(result.trajectory.events, max_tokens if capped else None)
-            row = score(question, turn, summary, model=model_name, planner=planner)
-            rows.append(row)
-            progress(
-                f"{question.id}: {summary.status}{'/' + summary.doubt if summary.doubt else ''} "
-                f"{'right' if row.right else 'WRONG'} {summary.seconds:.1f} s ({row.detail})"
-            )
+        return await run_each(
+            tasks,
+            attempt,
+            question=lambda q: q.text,
+            family=FAMILY,
+            planner=planner,
+            model_name=model_name,
+            progress=progress,
+        )
     finally:
         if capped:
             model.max_tokens = before  # type: ignore[attr-defined]
-    return rows
 
 
 _SETTINGS = AgentSettings(trajectory_dir=None)

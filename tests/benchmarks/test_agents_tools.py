@@ -58,7 +58,7 @@ def test_the_tools_scorer_wants_the_calls_and_an_answer(family: ModuleType) -> N
     good = family.FirstTurn(calls=list(reversed(question.calls)))
 
     def right(q: Any, turn: Any, run: Any) -> bool:
-        return bool(family.score(q, turn, run, model="m", planner="react").right)
+        return bool(family.score(q, turn, run).right)
 
     answered = _summary(common)
     assert right(question, good, answered)
@@ -69,7 +69,7 @@ def test_the_tools_scorer_wants_the_calls_and_an_answer(family: ModuleType) -> N
     assert right(none, family.FirstTurn(), answered)
     assert not right(none, family.FirstTurn(invalid=True), answered)
     assert not right(none, family.FirstTurn(calls=question.calls[:1]), answered)
-    row = family.score(question, family.FirstTurn(), answered, model="m", planner="react")
+    row = family.score(question, family.FirstTurn(), answered)
     assert row.detail.startswith("expected ")
     assert row.detail.endswith("first turn no call")
 
@@ -96,7 +96,8 @@ async def test_a_tools_question_runs_to_its_end(family: ModuleType, tmp_path: Pa
     assert row.run.answer == "Both done."
     assert caps == [99, 99]
     assert model.max_tokens == 512  # type: ignore[attr-defined]
-    assert lines == [f"{question.id}: ok right {row.run.seconds:.1f} s (calls right, answered)"]
+    said = f"ok, right, {row.run.seconds:.1f} s: calls right, answered"
+    assert lines[-1] == f"[1/1] tools react {question.id}: {said}"
     wrong = ScriptedModel([call(name, **arguments), "One done."])
     (row,) = await family.run([question], model=wrong, model_name="m", **kwargs)
     assert (row.right, row.run.status) == (False, "ok")
