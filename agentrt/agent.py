@@ -137,6 +137,8 @@ class _Outcome:
     """This run's messages: the question, tool calls and results, the answer."""
     record: RunRecord | None = None
     """The run as the store has it, when the agent records runs."""
+    answer_needs: list[str] = field(default_factory=list)
+    """The strategy's `answer_needs`: tools one of whose calls an answer must rest on."""
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -591,7 +593,7 @@ class Agent(Generic[DepsT, OutputT]):
             if (tool := tools.get(name)) is not None and (tool.ends_run or tool.asks_user)
         }
         answer = outcome.answer if self.output.is_text else None
-        return ctx.calls.doubt(answer, ending=ending)
+        return ctx.calls.doubt(answer, ending=ending, needed=outcome.answer_needs)
 
     async def _begin(self, ctx: RunContext, request: _Request, outcome: _Outcome) -> Session | None:
         """Record the run as `running` (when runs are recorded), and read its session: its
@@ -690,6 +692,8 @@ class Agent(Generic[DepsT, OutputT]):
             tool_format=tool_format,
         )
         strategy, suggested = await self._choose_strategy(ctx, request.query, request.strategy)
+        if not isinstance(strategy, PipelineStrategy):
+            outcome.answer_needs = strategy.answer_needs
         history = fit_history(outcome.history, self.settings.history_tokens)
         result = await self._plan(ctx, strategy, request, session, history, suggested, progress)
         outcome.status, outcome.answer, outcome.error = result.status, result.answer, result.error

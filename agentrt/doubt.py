@@ -73,7 +73,9 @@ class CallTally:
         elif event.status != "cancelled":  # a call stopped with its run: no result was due
             self.outcomes.append((event.name, event.error or event.status))
 
-    def doubt(self, answer: str | None, *, ending: Collection[str] = ()) -> AnswerDoubt | None:
+    def doubt(
+        self, answer: str | None, *, ending: Collection[str] = (), needed: Collection[str] = ()
+    ) -> AnswerDoubt | None:
         """Why `answer` is not taken for one, or None.
 
         :param answer: the answer's text; None for a typed output (validated, so neither a call
@@ -90,6 +92,8 @@ class CallTally:
             last_failures = results[ok[-1] + 1 :] if ok else results
             if any(error is not None and _repeats(flat, error) for error in last_failures):
                 return "tool_error"
+        if needed and not any(n in needed and e is None for n, e in self.outcomes):
+            return "tools_failed"
         if results and not ok:
             return "tools_failed"
         return None

@@ -82,7 +82,8 @@ AnswerDoubt = Literal["raw_tool_call", "tool_error", "tools_failed"]
 `raw_tool_call`: it holds a tool call the run did not read as one (a call in a format or place
 the parser leaves as text, naming no tool on offer). `tool_error`: it repeats the error of a call
 that failed (a guard's refusal, an invalid call). `tools_failed`: the run called tools and none
-succeeded, so the answer rests on no result."""
+succeeded, so the answer rests on no result (or none of the strategy's `answer_needs` tools
+succeeded, e.g. a copilot's query)."""
 
 ToolStatus = Literal["ok", "error", "timeout", "cancelled"]
 """How one tool call ended."""

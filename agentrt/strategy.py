@@ -235,6 +235,11 @@ class _ToolTurns(_StrategyBase):
     """Tools that need another's result, e.g. `{run_sql: [ground_schema]}`: a `run_sql` written
     in the same reply as a `ground_schema` before it (whose result it cannot have read, so its
     table names are guesses) is not run; the model is told to read that result first."""
+    answer_needs: list[str] = []
+    """Tools an answer must rest on, e.g. `[run_sql]` for a database copilot: an `ok` run with
+    no successful call of any of them has its answer in doubt (`run_finished.doubt`
+    `tools_failed`), whatever other calls succeeded (a schema read, a chart). Empty: an answer
+    is in doubt only when the run called tools and none succeeded."""
     results_nudge: str | None = Field(None, min_length=1, max_length=500)
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
     told after them, at the end of the one user message that lists them; None keeps the

@@ -268,11 +268,13 @@ class Workspace:
             safety = [] if isinstance(s, PipelineStrategy) else s.safety
             builtins = s.vm.builtins if isinstance(s, VmStrategy) else []
             after = {} if isinstance(s, PipelineStrategy) else s.after
+            needs = [] if isinstance(s, PipelineStrategy) else s.answer_needs
             for field, names in (
                 ("tools", [] if s.tools == "all" else s.tools),
                 ("safety", safety),
                 ("vm.builtins", builtins),
                 ("after", [*after, *(t for needed in after.values() for t in needed)]),
+                ("answer_needs", needs),
             ):
                 missing = [t for t in names if t not in self.tools]
                 if missing:

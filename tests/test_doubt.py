@@ -14,7 +14,7 @@ from agentrt.doubt import CallTally, holds_tool_call
 from agentrt.eval.metrics import score, summarize
 from agentrt.eval.questions import EvalQuestion
 from agentrt.events import ToolCallInvalidEvent, ToolFinishedEvent
-from tests.helpers import call, finish
+from tests.helpers import MakeAgent, call, finish
 
 
 def orders(region: str) -> int:
@@ -182,6 +182,17 @@ class TestTally:
         assert tally.doubt(reason) == "tool_error"
         assert tally.doubt("17 units.") == "tools_failed"
 
+    def test_an_answer_needs_what_the_strategy_says(self) -> None:
+        """A copilot's schema read and chart succeeded, its query never did: made up."""
+        tally = CallTally()
+        tally.see(finished("ground_schema"))
+        tally.see(finished("run_sql", "error", "no such table: rental_rates"))
+        tally.see(finished("plot_bar"))
+        assert tally.doubt("The rate is $1.50.") is None
+        assert tally.doubt("The rate is $1.50.", needed=["run_sql"]) == "tools_failed"
+        tally.see(finished("run_sql"))
+        assert tally.doubt("The rate is $0.99.", needed=["run_sql"]) is None
+
     def test_a_typed_output_is_judged_by_its_calls_alone(self) -> None:
         tally = CallTally()
         tally.see(finished("lookup", "timeout", "lookup did not finish within 30 s"))
@@ -212,3 +223,16 @@ async def test_evaluation_counts_an_answer_in_doubt_as_failed(tmp_path: Path) ->
     ]
     summary = summarize(results)
     assert (summary.ok, summary.doubtful, summary.exact_match_rate) == (1, 1, 0.5)
+
+
+async def test_a_strategys_answer_needs_reach_the_run(make_agent: MakeAgent) -> None:
+    """The test workspace's `sequenced` strategy needs an `add` behind its answers."""
+    echoed = [call("echo", text="2"), "The sum is 2."]
+    added = [call("add", a=1, b=1), "The sum is 2."]
+    for turns, strategy, doubt in (
+        (echoed, "sequenced", "tools_failed"),
+        (added, "sequenced", None),
+        (echoed, "exploratory", None),  # a strategy that names no tool needs none
+    ):
+        result = await make_agent(turns).run("1 + 1?", strategy=strategy)
+        assert (result.status, result.doubt) == ("ok", doubt), strategy

@@ -84,6 +84,10 @@ def test_default_workspace_loads() -> None:
             "description: x\nstep_budget: 2\ninstructions: testing.j2\nafter: {add: [oracle]}\n",
             "field 'after': no tool named 'oracle' in the workspace",
         ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nanswer_needs: [oracle]\n",
+            "field 'answer_needs': no tool named 'oracle' in the workspace",
+        ),
         ("description: x\nstep_budget: [1\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping of fields, got list"),
     ],
@@ -100,6 +104,7 @@ def test_default_workspace_loads() -> None:
         "policy-of-another-planner",
         "vm-builtin",
         "after-tool",
+        "answer-needs-tool",
         "yaml",
         "shape",
     ],
