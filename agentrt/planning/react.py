@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from agentrt.events import (
@@ -59,6 +60,15 @@ __all__ = ["run_react"]
 
 EMPTY_TURN_NUDGE = (
     "Your last reply was empty. Answer the question in plain text, or call one of the tools."
+)
+REPEATS_BEFORE_ANSWER = 3
+"""The times one call (same tool, same arguments) may be made in a run before the model is
+asked, with no tools on offer, to answer from what it has: a small model that repeats a call
+turn after turn, its result answered from the cache each time, spends the whole step budget
+so (the 0.5B, 8 identical searches in both runs of a multi-hop question, issue 24)."""
+LOOP_NUDGE = (
+    "You have made the same call ({call}) {times} times; its result is above and will not "
+    "change. Answer the question now, in plain text, from the results you have."
 )
 
 
@@ -97,6 +107,10 @@ class _ReAct:
         """Where this run's own messages start: at the question."""
         self._tools_version = -1
         self._sync_tools()
+        self._made: Counter[str] = Counter()
+        """How often each call (tool and arguments) was made in the run."""
+        self._loop_nudge: str | None = None
+        """Set when a call was made `REPEATS_BEFORE_ANSWER` times: the next turn answers."""
 
     def _sync_tools(self) -> None:
         """Show the model the tools on offer: they change when a tool adds a session tool."""
@@ -155,6 +169,13 @@ class _ReAct:
             )
             for o, observation in zip(turn.outcomes, observations, strict=True)
         )
+        for o in turn.outcomes:
+            if o.status is None:
+                continue  # refused: never made
+            call = f"{o.name}({o.arguments})"
+            self._made[call] += 1
+            if self._made[call] == REPEATS_BEFORE_ANSWER:
+                self._loop_nudge = LOOP_NUDGE.format(call=call, times=REPEATS_BEFORE_ANSWER)
 
     def _finished_too_early(self, turn: _Turn, ended: ToolOutcome) -> bool:
         """A model that finishes in the same turn as it calls other tools answers before it has
@@ -179,10 +200,11 @@ class _ReAct:
 
     async def _turn(self, step: int) -> _Turn:
         ctx = self.ctx
+        answer_now, self._loop_nudge = self._loop_nudge, None
         request = ModelRequest(
             messages=self.messages,
-            tools=self.definitions,
-            results_nudge=self.results_nudge,
+            tools=[] if answer_now else self.definitions,
+            results_nudge=answer_now or self.results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
         )
         started = time.perf_counter()

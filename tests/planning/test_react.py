@@ -336,3 +336,25 @@ class TestNeedsResult:
         events = [e async for e in agent.run("Go", strategy="sequenced")]
         assert not [e for e in events if isinstance(e, GuardEvent)]
         assert sorted(e.name for e in events if isinstance(e, ToolFinishedEvent)) == ["add", "echo"]
+
+
+class TestRepeatedCalls:
+    async def test_a_call_made_three_times_asks_for_an_answer(self, make_agent: MakeAgent) -> None:
+        same = call("echo", text="x")
+        agent = make_agent([same, same, same, "x it is"])
+        events = [e async for e in agent.run("Go", strategy="exploratory")]
+        check_stream(events)
+        requests = agent.model.requests  # type: ignore[attr-defined]
+        assert [len(r.tools) > 0 for r in requests] == [True, True, True, False]
+        assert requests[3].results_nudge.startswith(
+            'You have made the same call (echo({"text": "x"})) 3 times'
+        )
+        assert last(events).answer == "x it is"
+
+    async def test_twice_is_no_loop(self, make_agent: MakeAgent) -> None:
+        same = call("echo", text="x")
+        agent = make_agent([same, same, call("echo", text="y"), "done"])
+        await agent.run("Go", strategy="exploratory")
+        requests = agent.model.requests  # type: ignore[attr-defined]
+        assert all(r.tools for r in requests)
+        assert not any(r.results_nudge.startswith("You have made") for r in requests)
