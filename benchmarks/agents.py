@@ -289,9 +289,14 @@ def by_kind(rows: Sequence[Row]) -> dict[str, str]:
 
 
 def show(
-    records: Sequence[Record], failures: Sequence[str] = (), console: Console | None = None
+    records: Sequence[Record],
+    failures: Sequence[str] = (),
+    console: Console | None = None,
+    modules: Sequence[ModuleType] = (),
 ) -> None:
-    """A table per family and one by kind, then what raised."""
+    """A table per family and one by kind (and the measures of a family module that has
+    `targets(rows) -> {name: (hits, of)}`, e.g. the knowledge family's), then what raised."""
+    targets = {m.FAMILY: m.targets for m in modules if hasattr(m, "targets")}
     # Piped into a file, rich would wrap a wide table at 80 columns.
     console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     for family, groups in _groups(records).items():
@@ -312,6 +317,10 @@ def show(
             cells = by_kind(rows)
             table.add_row(planner, model, which, *(cells.get(k, "–") for k in kinds))
         console.print(table)
+        for (planner, model, which), rows in groups.items() if family in targets else ():
+            measures = targets[family](rows)
+            said = ", ".join(f"{name} {hits}/{of}" for name, (hits, of) in measures.items())
+            console.print(f"{family} {planner} {model} {which}: {said}", highlight=False)
     for failure in failures:
         console.print(f"[red]raised[/red] {failure}", markup=True, highlight=False)
 
@@ -346,7 +355,7 @@ def main(
     `make_model` for `load_model` (tests pass a scripted model)."""
     options = parse(argv)
     if options.table is not None:
-        show(read(options.table))
+        show(read(options.table), modules=discover()[0])
         return 0
     found, unloaded = (list(modules), []) if modules is not None else discover()
     known = {m.FAMILY for m in found}
@@ -370,7 +379,7 @@ def main(
     finally:
         if out is not None:
             out.close()
-    show(records, [*unloaded, *failures])
+    show(records, [*unloaded, *failures], modules=found)
     return 1 if unloaded or failures else 0
 
 

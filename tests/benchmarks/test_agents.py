@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import types
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from agentrt import ModelRequest, ScriptedModel
 from tests.helpers import call, load_benchmark
@@ -172,6 +174,20 @@ def test_a_family_line_counts_what_its_rows_say(
     doubted = agents.Record.from_json(records[0].to_json().replace('"doubt": null', '"doubt": "x"'))
     assert agents.summary([doubted.row])["doubtful"] == "1"
     assert agents.summary([doubted.row])["ok"] == "0"
+
+
+def test_a_familys_own_measures_follow_its_tables(
+    agents: ModuleType, fakes: list[ModuleType]
+) -> None:
+    """A family module with `targets(rows)` has them printed per planner × model × half."""
+    selection = agents.Selection(families=("fake",), planners=("react",))
+    records, _ = asyncio.run(agents.measure(fakes, ["m"], selection, make_model=scripted))
+    family = types.SimpleNamespace(
+        FAMILY="fake", targets=lambda rows: {"right": (sum(r.right for r in rows), len(rows))}
+    )
+    console = Console(record=True, width=200)
+    agents.show(records, console=console, modules=[family])
+    assert "fake react m tuning: right 1/2" in console.export_text()
 
 
 def test_smoke_limit_and_planners_choose_what_runs(
