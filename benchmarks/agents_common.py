@@ -64,6 +64,8 @@ class RunSummary:
     repairs: int
     """Invalid plans the planner asked the model to repair."""
     fallbacks: int
+    error: str | None = None
+    """Why a run that did not end `ok` ended so (`run_finished.error`)."""
 
     @property
     def answered(self) -> bool:
@@ -80,6 +82,7 @@ def summarise(events: Sequence[Event], seconds: float) -> RunSummary:
         status=end.status,
         doubt=end.doubt,
         answer=end.answer or "",
+        error=end.error,
         seconds=seconds,
         steps=end.steps,
         tool_calls=len(finished),
