@@ -195,17 +195,24 @@ _ANY_JSON = ["string", "number", "boolean", "null", "array", "object"]
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _SCHEMAS = frozenset({"items", "additionalProperties", "not", "contains"})
+_TYPING = frozenset(
+    {"type", "enum", "const", "$ref", "properties", "items", "pattern", *_SCHEMA_LISTS}
+)
+"""Keys that say what a schema's values are: a schema with none of them (`{}`, or only a
+description and a default) holds any value."""
 
 
 def for_llama_grammar(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with every empty sub-schema (any JSON value, as pydantic writes `JsonValue`)
-    spelled out as a union of every JSON type.
+    """`schema` with every sub-schema that holds any JSON value (as pydantic writes `JsonValue`:
+    `{}`, or only a description and a default) spelled out as a union of every JSON type.
 
-    llama.cpp's schema-to-grammar converter reads an empty schema as "an object": a field
-    meant to hold any value would be forced into `{"value": {}}` shapes.
+    llama.cpp's schema-to-grammar converter reads an empty schema as "an object" (a field
+    meant to hold any value would be forced into `{"value": {}}` shapes), and fails on one
+    with only annotations (`Unrecognized schema`: the `vm` planner's `llm_generate` made every
+    react fallback of a `vm` run end `error`).
     """
-    if not schema:
-        return {"type": list(_ANY_JSON)}
+    if not _TYPING.intersection(schema):
+        return {**schema, "type": list(_ANY_JSON)}
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in _SCHEMA_MAPS and isinstance(value, dict):

@@ -3,13 +3,19 @@ the request's nudge (a strategy's `results_nudge`, or the default "answer now").
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
 from agentrt import LocalModel, Message, ModelRequest
-from agentrt.models.base import TOOL_RESULTS_NUDGE, text_mode_messages
+from agentrt.catalog.builtins import builtin_tools
+from agentrt.models.base import TOOL_RESULTS_NUDGE, for_llama_grammar, text_mode_messages
+from agentrt.models.grammar import tool_turn_grammar
 from agentrt.models.local import RETRY_TEMPERATURE
+from agentrt.planning.dag import plan_schema
+from agentrt.planning.vm import program_schema
 
 CONVERSATION = [
     Message(role="system", content="Be brief."),
@@ -68,3 +74,15 @@ class TestLocalModelArguments:
         arguments = unloaded.completion_arguments(ModelRequest(messages=CONVERSATION))
         assert arguments["messages"][-1]["content"].endswith("\n\n" + TOOL_RESULTS_NUDGE)
         assert arguments["max_tokens"] == 32
+
+
+def test_a_parameter_of_any_value_is_a_grammar_too() -> None:
+    """`llm_generate`'s `context` (a `JsonValue`: only a description and a default) made
+    llama.cpp's converter fail, so every react turn offering it (a vm run's fallback) ended
+    `error`; plans and programs that may call it too."""
+    definition = builtin_tools()["llm_generate"].definition
+    context = definition.parameters["properties"]["context"]
+    assert not {"type", "anyOf", "$ref"} & set(context)  # what pydantic writes for JsonValue
+    LlamaGrammar.from_string(tool_turn_grammar([definition]), verbose=False)
+    for schema in (program_schema([definition]), plan_schema([definition])):
+        LlamaGrammar.from_string(json_schema_to_gbnf(json.dumps(for_llama_grammar(schema))))
