@@ -95,7 +95,9 @@ def read_frame(ctx: ToolContext, data: str) -> pd.DataFrame:
     have = f"the tables are {', '.join(frames)}" if frames else "no table is loaded yet"
     if data in ctx.artifacts:
         raise ToolError(f"{data!r} is not a table ({have})")
-    raise ToolError(f"no table {data!r}: {have}; load one with load_dataset")
+    # Charts serve both the analysis tools and the copilot's: name the tool of each.
+    msg = f"no table {data!r}: {have}; make one first (load_dataset, or run_sql's result)"
+    raise ToolError(msg)
 
 
 def require_columns(frame: pd.DataFrame, names: Iterable[str]) -> None:

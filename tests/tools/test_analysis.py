@@ -426,10 +426,10 @@ def test_a_near_miss_gets_a_suggestion(use: Call) -> None:
 
 
 def test_wrong_types_and_missing_tables(use: Call) -> None:
-    with pytest.raises(ToolError, match=r"^no table 'data': no table is loaded yet; load one"):
+    with pytest.raises(ToolError, match=r"^no table 'data': no table is loaded yet; make one"):
         use("compute_summary_stats")
     use("load_dataset")
-    with pytest.raises(ToolError, match=r"^no table 'totals': the tables are data; load one"):
+    with pytest.raises(ToolError, match=r"^no table 'totals': the tables are data; make one first"):
         use("plot_line", data="totals", x="date", y="revenue")
     with pytest.raises(
         ToolError,
