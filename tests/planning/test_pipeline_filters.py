@@ -295,7 +295,8 @@ async def test_a_filter_under_a_column_the_data_lacks_moves_to_the_one_holding_i
         "period": None,
     }
     assert requirements.filled == [
-        "filters.where.product_category: 'category' is no column; its values are"
+        "filters.where.product_category: there is no column 'category', and product_category"
+        " is the one that holds Electronics"
     ]
     assert [r.purpose for r in model.requests].count("requirements") == 1
 

@@ -225,7 +225,10 @@ def where_by_values(
             c for c, known in (categories or {}).items() if wanted <= {k.lower() for k in known}
         ]
         if column.strip().lower() not in by_lower and len(owners) == 1 and wanted:
-            notes.append(f"filters.where.{owners[0]}: {column!r} is no column; its values are")
+            notes.append(
+                f"filters.where.{owners[0]}: there is no column {column!r}, and "
+                f"{owners[0]} is the one that holds {', '.join(values)}"
+            )
             column = owners[0]
         where[column] = [*where.get(column, []), *values]
     if not notes:
