@@ -23,7 +23,7 @@ from agentrt import (
     ToolFinishedEvent,
     Workspace,
 )
-from agentrt.planning.pipeline import Filters, Requirements
+from agentrt.planning.pipeline import Filters, Requirements, TimeRequirement
 from agentrt.planning.pipeline.requirements import (
     on_values,
     period_bounds,
@@ -238,6 +238,51 @@ async def test_filters_the_question_does_not_state_are_dropped(
     assert "filter_rows" not in called(events)
 
 
+async def test_what_the_0_5b_model_read_into_the_2024_question_is_dropped(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The embedded 0.5B's requirements for the question, as it wrote them: every region as a
+    filter, a daily time series nobody asked for, only a table. The time column and the
+    region values are dropped; the template's chart, which no requirement justifies, is
+    removed after the retry; the run answers with 2024's totals."""
+    question = "which region had the highest revenue in 2024?"
+    read = asked(
+        group_by=["region"],
+        time={"column": "date", "grain": "day"},
+        analysis=["compare"],
+        filters={"where": {"region": ["East", "North", "South", "West"]}, "period": "2024"},
+        outputs=["table"],
+    )
+    events, _ = await run(
+        default_workspace,
+        tmp_path,
+        question,
+        intent("comparative"),
+        read,
+        NO_CHANGE,
+        NO_CHANGE,
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.dropped == [
+        "filters.where.region=[East, North, South, West]",
+        "time.column=date",
+    ]
+    assert requirements.labels == [
+        "data",
+        "analysis.compare",
+        "group_by",
+        "filters",
+        "outputs.table",
+    ]
+    assert of(events, CoverageEvent)[-1].removed == ["chart"]
+    assert called(events) == ["load_dataset", "filter_rows", "aggregate", "save_dataframe"]
+    truth = sales[sales.date.dt.year == 2024].groupby("region")["revenue"].sum()
+    for region, total in truth.items():
+        assert f"| {region} | {money(total)} |" in (end.answer or "")
+
+
 async def test_a_filter_value_the_data_lacks_is_shown_with_the_values_it_has(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:
@@ -410,6 +455,28 @@ def test_a_period_needs_its_year_and_its_quarter_or_month_in_the_question(
     found, dropped = without_uncued(r, question, {}, CATEGORIES)
     assert (found.filters.period == period) is kept
     assert dropped == ([] if kept else [f"filters.period={period}"])
+
+
+@pytest.mark.parametrize(
+    ("question", "kept"),
+    [
+        ("which region had the highest revenue in 2024?", False),
+        ("get revenue totals by region and product type over time", True),
+        ("Show monthly revenue for each region", True),
+        ("Quarterly revenue by channel, please", True),
+        ("compare electronics and clothing revenue by quarter", True),
+        ("how has revenue changed since launch?", True),
+        ("revenue per date", True),
+        ("total revenue by channel", False),
+    ],
+)
+def test_a_time_column_needs_a_word_of_time_in_the_question(
+    default_workspace: Workspace, question: str, kept: bool
+) -> None:
+    r = Requirements(metrics=["revenue"], time=TimeRequirement(column="date"))
+    found, dropped = without_uncued(r, question, default_workspace.registry.cues, CATEGORIES)
+    assert (found.time.column == "date") is kept
+    assert dropped == ([] if kept else ["time.column=date"])
 
 
 @pytest.mark.parametrize(

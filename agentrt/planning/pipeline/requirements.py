@@ -275,7 +275,9 @@ def without_uncued(
     - a grouping column needs its name, a word of its name ("category" for
       product_category), or one of its values ("electronics") in the question;
     - a filter value needs to be in the question; a period needs its year, and its quarter
-      or month, in it.
+      or month, in it;
+    - a time column needs a word of change over time (the trend cues), of a period ("by
+      quarter", "monthly") or its own name: "in 2024" is a filter, not a time series.
 
     :param cues: words, by analysis, of which a question must hold one (lowercase)
     :param categories: each category column's values (their names cue the column)
@@ -299,11 +301,16 @@ def without_uncued(
     if period is not None and not _period_cued(period, question):
         dropped.append(f"filters.period={period}")
         period = None
+    time = r.time
+    if time.column is not None and not _time_cued(time.column, question, cues.get("trend", [])):
+        dropped.append(f"time.column={time.column}")
+        time = TimeRequirement()
     return (
         r.model_copy(
             update={
                 "analysis": keep,
                 "group_by": groups,
+                "time": time,
                 "filters": Filters(where=where, period=period),
             }
         ),
@@ -326,6 +333,19 @@ def _column_cued(column: str, question: str, values: list[str]) -> bool:
         _holds(question, name)
         or any(re.search(rf"\b{re.escape(s)}", question) for s in stems)
         or any(_holds(question, v.lower()) for v in values)
+    )
+
+
+_TIME_WORDS = re.compile(r"\b(?:dai|day|week|month|quarter|year|annual|time|date|period|season)")
+"""Words that ask for something over time, by a period (a year named as a number is a
+filter's period, not this)."""
+
+
+def _time_cued(column: str, question: str, trend: list[str]) -> bool:
+    return (
+        any(w in question for w in trend)
+        or _TIME_WORDS.search(question) is not None
+        or _holds(question, column.lower().replace("_", " "))
     )
 
 
