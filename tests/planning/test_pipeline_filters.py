@@ -25,6 +25,7 @@ from agentrt import (
 )
 from agentrt.planning.pipeline import Filters, Requirements, TimeRequirement
 from agentrt.planning.pipeline.requirements import (
+    columns_in_names,
     on_values,
     period_bounds,
     where_by_values,
@@ -283,6 +284,24 @@ async def test_what_the_0_5b_model_read_into_the_2024_question_is_dropped(
         assert f"| {region} | {money(total)} |" in (end.answer or "")
 
 
+async def test_a_metric_named_with_words_around_a_column_is_that_column(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """The embedded 0.5B wrote `metrics: ["order revenue"]` for the distribution question,
+    twice, and the run failed: the one column the name holds is the metric."""
+    question = "show the distribution of order revenue"
+    read = asked(metrics=["order revenue"], analysis=["distribution"], outputs=["chart"])
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("distribution"), read, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.requirements["metrics"] == ["revenue"]
+    assert requirements.filled == ["metrics: 'order revenue' is the column 'revenue'"]
+    assert [r.purpose for r in model.requests].count("requirements") == 1
+
+
 async def test_a_filter_value_the_data_lacks_is_shown_with_the_values_it_has(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:
@@ -517,3 +536,23 @@ def test_a_value_two_columns_could_hold_is_not_moved() -> None:
     both = {"a": ["X", "Y"], "b": ["X", "Z"]}
     r = Requirements(filters=Filters(where={"c": ["x"]}))
     assert where_by_values(r, both) == (r, [])
+
+
+@pytest.mark.parametrize(
+    ("name", "column"),
+    [
+        ("order revenue", "revenue"),
+        ("Product Category", "product_category"),
+        ("product-category", "product_category"),
+        ("units sold", "units"),
+        ("revenue per unit", None),  # two columns: which one is not for a repair to choose
+        ("profit", None),
+        ("Revenue", None),  # a column already: on_columns spells it
+    ],
+)
+def test_a_name_around_one_column_is_that_column(name: str, column: str | None) -> None:
+    columns = ["date", "region", "product_category", "channel", "units", "revenue"]
+    r = Requirements(metrics=[name])
+    found, notes = columns_in_names(r, columns)
+    assert found.metrics == [column or name]
+    assert notes == ([f"metrics: {name!r} is the column {column!r}"] if column else [])

@@ -57,6 +57,7 @@ from agentrt.planning.pipeline.requirements import (
     Grain,
     Output,
     Requirements,
+    columns_in_names,
     on_columns,
     on_values,
     requirement_texts,
@@ -241,7 +242,9 @@ class _Pipeline:
                 asked, dropped = without_uncued(
                     asked, self.task.query, self.registry.cues, categories
                 )
+                asked, named = columns_in_names(asked, columns)
                 asked, moved = where_by_values(asked, categories)
+                moved = [*named, *moved]
                 found = on_columns(asked, columns)
                 if isinstance(found, Requirements):
                     found = on_values(found, categories, dates)

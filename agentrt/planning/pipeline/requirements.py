@@ -20,6 +20,7 @@ __all__ = [
     "Output",
     "Requirements",
     "TimeRequirement",
+    "columns_in_names",
     "on_columns",
     "on_values",
     "requirement_labels",
@@ -209,6 +210,37 @@ def on_values(
             )
     filters = Filters(where={**r.filters.where, **where}, period=period)
     return r.model_copy(update={"filters": filters})
+
+
+def columns_in_names(r: Requirements, columns: list[str]) -> tuple[Requirements, list[str]]:
+    """Metrics and groupings named with words around a column's name ("order revenue",
+    "product category") spelled as the one column they name, and a note of each; a name in
+    which no column, or several, can be read is left for `on_columns` to refuse."""
+    notes: list[str] = []
+
+    def spelled(field: str, names: list[str]) -> list[str]:
+        out = []
+        for name in names:
+            column = _column_in(name, columns)
+            if column is not None and column != name:
+                notes.append(f"{field}: {name!r} is the column {column!r}")
+            out.append(column or name)
+        return out
+
+    metrics, group_by = spelled("metrics", r.metrics), spelled("group_by", r.group_by)
+    return r.model_copy(update={"metrics": metrics, "group_by": group_by}), notes
+
+
+def _column_in(name: str, columns: list[str]) -> str | None:
+    by_lower = {c.lower(): c for c in columns}
+    if name.strip().lower() in by_lower:
+        return None  # a column already, in some casing: `on_columns` spells it
+    words = re.sub(r"[\s\-]+", "_", name.strip().lower())
+    if words in by_lower:
+        return by_lower[words]
+    text = name.lower().replace("_", " ")
+    found = [c for c in columns if _holds(text, c.lower().replace("_", " "))]
+    return found[0] if len(found) == 1 else None
 
 
 def where_by_values(
