@@ -17,6 +17,7 @@ from agentrt import (
     AgentSettings,
     CoverageEvent,
     Event,
+    RepairEvent,
     RequirementsEvent,
     ScriptedModel,
     ToolCallEvent,
@@ -166,6 +167,9 @@ async def test_show_the_distribution_of_order_revenue(
     assert stats["count"] == len(sales)
     for key in ("mean", "50%", "max"):
         assert stats[key] == pytest.approx(described[key], abs=1e-3)
+    # The statistics are in the answer beside the histogram's file, not only in the events.
+    assert f'"mean": {stats["mean"]}' in (end.answer or "")
+    assert ".png" in (end.answer or "")
 
 
 async def test_compare_electronics_and_clothing_revenue_by_quarter(
@@ -300,6 +304,81 @@ async def test_a_metric_named_with_words_around_a_column_is_that_column(
     assert requirements.requirements["metrics"] == ["revenue"]
     assert requirements.filled == ["metrics: 'order revenue' is the column 'revenue'"]
     assert [r.purpose for r in model.requests].count("requirements") == 1
+
+
+RESTATED = {
+    "changes": [
+        {
+            "op": "add",
+            "step": "load",
+            "tool": "load_dataset",
+            "params": {"source": "sales"},
+            "after": "load_dataset",
+            "rationale": "The dataset contains the order revenue data.",
+            "satisfies": ["data"],
+        },
+        {
+            "op": "add",
+            "step": "stats",
+            "tool": "compute_summary_stats",
+            "params": {"columns": ["order_revenue"]},
+            "after": "compute_summary_stats",
+            "rationale": "The order revenue data is available for analysis.",
+            "satisfies": ["analysis.distribution"],
+        },
+        {
+            "op": "add",
+            "step": "chart",
+            "tool": "plot_histogram",
+            "params": {
+                "column": "order_revenue",
+                "bins": 20,
+                "data": "order_revenue",
+                "title": "Order Revenue Distribution",
+                "filename": "order_revenue_distribution.png",
+                "after": "plot_histogram",
+                "rationale": "The order revenue data is plotted as a histogram.",
+                "satisfies": ["analysis.distribution", "outputs.chart"],
+            },
+            "after": "plot_histogram",
+            "rationale": "The histogram is saved as an image file.",
+        },
+    ]
+}
+"""The embedded 0.5B's first adaptation for the distribution question, as it wrote it: the
+template's steps restated with fewer labels, a made-up column and frame, and step fields
+among a step's parameters."""
+
+
+async def test_the_0_5b_model_s_restated_plan_is_repaired_not_refused(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    question = "show the distribution of order revenue"
+    read = asked(
+        metrics=["order revenue"],
+        group_by=["region", "product_category"],
+        analysis=["distribution"],
+        outputs=["table"],
+    )
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("distribution"), read, RESTATED
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    # A restatement naming fewer labels keeps those its tool served: outputs.table stays covered.
+    assert [(c.ok, c.missing) for c in of(events, CoverageEvent)] == [(True, [])]
+    repairs = [(r.step, r.param, r.before, r.after) for r in of(events, RepairEvent)]
+    assert repairs == [
+        ("stats", "columns", "order_revenue", "revenue"),
+        ("chart", "after", "plot_histogram", None),
+        ("chart", "rationale", "The order revenue data is plotted as a histogram.", None),
+        ("chart", "satisfies", ["analysis.distribution", "outputs.chart"], None),
+        ("chart", "data", "order_revenue", "data"),
+        ("chart", "column", "order_revenue", "revenue"),
+    ]
+    stats = outputs(events)["step.stats"]["stats"]
+    assert list(stats) == ["revenue"]
+    assert stats["revenue"]["mean"] == pytest.approx(sales["revenue"].mean(), abs=1e-3)
 
 
 async def test_a_filter_value_the_data_lacks_is_shown_with_the_values_it_has(

@@ -148,13 +148,16 @@ def apply_changes(
                 continue
             i = ids.index(change.step)
             old = plan[i]
+            satisfies = change.satisfies if change.satisfies is not None else old.satisfies
+            if change.tool in (None, old.tool):
+                # The same tool serves what it served: a restatement that names fewer labels
+                # (small models do) does not uncover them.
+                satisfies = list(dict.fromkeys([*old.satisfies, *satisfies]))
             plan[i] = old.model_copy(
                 update={
                     "tool": change.tool or old.tool,
                     "params": {**old.params, **(change.params or {})},
-                    "satisfies": change.satisfies
-                    if change.satisfies is not None
-                    else old.satisfies,
+                    "satisfies": satisfies,
                     "rationale": change.rationale or old.rationale,
                 }
             )

@@ -20,6 +20,7 @@ __all__ = [
     "Output",
     "Requirements",
     "TimeRequirement",
+    "column_in_name",
     "columns_in_names",
     "on_columns",
     "on_values",
@@ -221,7 +222,7 @@ def columns_in_names(r: Requirements, columns: list[str]) -> tuple[Requirements,
     def spelled(field: str, names: list[str]) -> list[str]:
         out = []
         for name in names:
-            column = _column_in(name, columns)
+            column = column_in_name(name, columns)
             if column is not None and column != name:
                 notes.append(f"{field}: {name!r} is the column {column!r}")
             out.append(column or name)
@@ -231,7 +232,10 @@ def columns_in_names(r: Requirements, columns: list[str]) -> tuple[Requirements,
     return r.model_copy(update={"metrics": metrics, "group_by": group_by}), notes
 
 
-def _column_in(name: str, columns: list[str]) -> str | None:
+def column_in_name(name: str, columns: list[str]) -> str | None:
+    """The one column `name` holds with words around it ("order revenue", "order_revenue" →
+    revenue; "product category" → product_category); None when it is a column already (in
+    any casing), or holds none or several."""
     by_lower = {c.lower(): c for c in columns}
     if name.strip().lower() in by_lower:
         return None  # a column already, in some casing: `on_columns` spells it
