@@ -381,6 +381,39 @@ async def test_the_0_5b_model_s_restated_plan_is_repaired_not_refused(
     assert stats["revenue"]["mean"] == pytest.approx(sales["revenue"].mean(), abs=1e-3)
 
 
+async def test_a_period_grouped_by_as_a_column_is_the_time_grain(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """The embedded 0.5B's first reading of the quarter question, as it wrote it: `quarter`
+    as a grouping column (the data has none), and a period the question does not name."""
+    question = "compare electronics and clothing revenue by quarter"
+    read = asked(
+        group_by=["quarter", "product_category"],
+        time={"column": "date", "grain": "quarter"},
+        analysis=["compare"],
+        filters={"where": {"product_category": ["Electronics", "Clothing"]}, "period": "2024"},
+        outputs=["chart"],
+    )
+    events, model = await run(
+        default_workspace,
+        tmp_path,
+        question,
+        intent("time_series_grouped"),
+        read,
+        NO_CHANGE,
+        NO_CHANGE,
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.dropped == ["filters.period=2024"]
+    assert requirements.filled == ["time.grain=quarter: group_by 'quarter' is a period of date"]
+    assert requirements.requirements["group_by"] == ["product_category"]
+    assert [r.purpose for r in model.requests].count("requirements") == 1
+    totals = outputs(events)["step.totals"]
+    assert (totals["grain"], totals["rows"]) == ("quarter", 16)
+
+
 async def test_a_filter_value_the_data_lacks_is_shown_with_the_values_it_has(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:

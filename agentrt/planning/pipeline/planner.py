@@ -58,6 +58,7 @@ from agentrt.planning.pipeline.requirements import (
     Output,
     Requirements,
     columns_in_names,
+    grain_in_group_by,
     on_columns,
     on_values,
     requirement_texts,
@@ -243,8 +244,9 @@ class _Pipeline:
                     asked, self.task.query, self.registry.cues, categories
                 )
                 asked, named = columns_in_names(asked, columns)
+                asked, grain = grain_in_group_by(asked, columns, list(dates))
                 asked, moved = where_by_values(asked, categories)
-                moved = [*named, *moved]
+                moved = [*named, *grain, *moved]
                 found = on_columns(asked, columns)
                 if isinstance(found, Requirements):
                     found = on_values(found, categories, dates)

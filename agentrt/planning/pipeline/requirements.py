@@ -22,6 +22,7 @@ __all__ = [
     "TimeRequirement",
     "column_in_name",
     "columns_in_names",
+    "grain_in_group_by",
     "on_columns",
     "on_values",
     "requirement_labels",
@@ -245,6 +246,28 @@ def column_in_name(name: str, columns: list[str]) -> str | None:
     text = name.lower().replace("_", " ")
     found = [c for c in columns if _holds(text, c.lower().replace("_", " "))]
     return found[0] if len(found) == 1 else None
+
+
+def grain_in_group_by(
+    r: Requirements, columns: list[str], dates: list[str]
+) -> tuple[Requirements, list[str]]:
+    """A period grouped by as if it were a column (`group_by: ["quarter"]`, no such column)
+    is the time grain, over the data's only date column; and a note of it."""
+    grains = {g for g in get_args(Grain) if g != "unknown"}
+    named = {c.lower() for c in columns}
+    periods = [g for g in r.group_by if g.strip().lower() in grains and g.lower() not in named]
+    if not periods or (len(dates) != 1 and r.time.column is None):
+        return r, []
+    grain = periods[0].strip().lower()
+    time = r.time.model_copy(
+        update={
+            "column": r.time.column or dates[0],
+            "grain": r.time.grain if r.time.grain != "unknown" else grain,
+        }
+    )
+    groups = [g for g in r.group_by if g not in periods]
+    note = f"time.grain={time.grain}: group_by {periods[0]!r} is a period of {time.column}"
+    return r.model_copy(update={"group_by": groups, "time": time}), [note]
 
 
 def where_by_values(
