@@ -465,7 +465,9 @@ class RequirementsEvent(EventBase):
     labels: list[str]
     """The requirement labels the plan must cover."""
     dropped: list[str] = Field(default_factory=list)
-    """Analysis labels removed because the question holds no cue for them."""
+    """What was removed because the question holds no cue for it: analysis labels
+    (`analysis.anomaly`), grouping columns (`group_by=[region]`), filter values
+    (`filters.where.region=[East]`), a period (`filters.period=2024`)."""
     filled: list[str] = Field(default_factory=list)
     """What the data itself supplied, and why (`time.column=date: …`)."""
 

@@ -157,6 +157,9 @@ class DatasetProtocol(BaseModel):
     """The key of a result naming a file it wrote (a chart, a table)."""
     preview: str
     """The key of a result holding a table to show in the answer."""
+    categories: str | None = None
+    """The key of the loaded dataset listing each category column's values (what a filter
+    may keep, and words that name a grouping); none: the dataset says nothing of them."""
 
 
 class PipelineVocabulary(BaseModel):

@@ -27,6 +27,7 @@ The time-grain policy (`aggregate` with `grain="unknown"`, issue 6 point 5) is i
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -82,8 +83,9 @@ def load_dataset(
 ) -> dict[str, Any]:
     """Load a table (CSV, Parquet, or a SQLite table) for the other analysis tools. Start here.
 
-    The result lists the columns with their types, the first rows, and the first and last
-    date of every date column.
+    The result lists the columns with their types, the first rows, the first and last
+    date of every date column, and the values of every category column (text columns with
+    at most 20 distinct values).
 
     Args:
         source: A dataset name such as "sales" (the workspace's data/ folder), or the path of
@@ -115,6 +117,7 @@ def load_dataset(
     if table is not None:
         result["table"] = table
     result["date_columns"] = _date_columns(frame)
+    result["categories"] = _categories(frame, result["date_columns"])
     return result
 
 
@@ -279,6 +282,167 @@ def segment_metric(
     out["values"] = {str(k): _scalar(v) for k, v in zip(top[by], top[metric], strict=True)}
     ctx.artifacts[name] = result
     return _describe(name, result) | out
+
+
+MAX_CATEGORIES = 20
+"""A text column with at most this many distinct values is a category: `load_dataset` lists
+them, and `filter_rows` names them when asked for one the data does not hold."""
+
+_PERIOD = re.compile(
+    r"^(?P<year>\d{4})(?:-(?:[Qq](?P<quarter>[1-4])|(?P<month>0[1-9]|1[0-2])(?:-(?P<day>\d{2}))?))?$"
+)
+
+
+@tool(cache=False)
+def filter_rows(
+    ctx: ToolContext,
+    where: dict[str, str | list[str]] = {},  # noqa: B006 - never mutated; the schema's default must be {}
+    period: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    date_column: str | None = None,
+    data: str = "data",
+    name: str | None = None,
+) -> dict[str, Any]:
+    """Keep only the rows a question is about: category columns equal to given values, and/or
+    dates in a period (e.g. only 2024, only Electronics and Clothing). Filter before grouping.
+
+    Args:
+        where: Category column → the value, or values, to keep, e.g.
+            {"region": "East"} or {"product_category": ["Electronics", "Clothing"]}.
+        period: Dates to keep: a year "2024", a quarter "2024-Q3", a month "2024-03" or a
+            day "2024-03-15".
+        start: The first date to keep, e.g. "2024-01-01" (with or instead of `end`).
+        end: The last date to keep, e.g. "2024-06-30".
+        date_column: The date column `period`, `start` and `end` apply to; by default the
+            table's only date column.
+        data: The table to read.
+        name: The name to keep the result under; by default it replaces `data`.
+    """
+    pd = import_pandas()
+    frame = read_frame(ctx, data)
+    where = where or {}
+    period, start, end = period or None, start or None, end or None
+    if not where and period is None and start is None and end is None:
+        raise ToolError("nothing to filter by: give where (column → values) or a period")
+    keep = pd.Series(True, index=frame.index)
+    kept: dict[str, Any] = {}
+    for column, wanted in where.items():
+        column = _column_named(frame, column)
+        values = [wanted] if isinstance(wanted, str) else list(wanted)
+        if not values:
+            raise ToolError(f"where[{column!r}] is empty: give the value(s) to keep")
+        present = [str(v) for v in frame[column].dropna().unique()]
+        by_lower = {v.lower(): v for v in present}
+        spelled = []
+        for value in values:
+            right = value if value in present else by_lower.get(str(value).strip().lower())
+            if right is None:
+                raise ToolError(
+                    f"column {column!r} has no value {value!r}; its values are: {_listing(present)}"
+                )
+            spelled.append(right)
+        keep &= frame[column].astype(str).isin(spelled)
+        kept[column] = spelled
+    dates_filtered: dict[str, Any] = {}
+    if period is not None or start is not None or end is not None:
+        column = _date_column(frame, date_column)
+        times = as_dates(frame, column)
+        if getattr(times.dt, "tz", None) is not None:
+            times = times.dt.tz_localize(None)
+        low, high = period_bounds(period) if period is not None else (None, None)
+        if start is not None:
+            low = max(filter(None, [low, _day(start, "start")]))
+        if end is not None:
+            high = min(filter(None, [high, _day(end, "end") + timedelta(days=1)]))
+        if low is not None:
+            keep &= times >= pd.Timestamp(low)
+        if high is not None:
+            keep &= times < pd.Timestamp(high)
+        if not (keep & times.notna()).any() and not where:
+            first, last = times.min(), times.max()
+            raise ToolError(
+                f"no row of {data!r} has a {column!r} in that period: its dates run from "
+                f"{_scalar(first)} to {_scalar(last)}"
+            )
+        dates_filtered = {"date_column": column, "from": iso(low) if low else None}
+        dates_filtered["until"] = iso(high - timedelta(days=1)) if high else None
+    result = frame[keep]
+    if result.empty:
+        raise ToolError(
+            f"no row of {data!r} matches all of these filters together "
+            f"({_filter_words(kept, period, start, end)})"
+        )
+    target = name or data
+    ctx.artifacts[target] = result
+    out = _describe(target, result) | {"kept": len(result), "of": len(frame)}
+    if kept:
+        out["where"] = kept
+    return out | dates_filtered
+
+
+def period_bounds(period: str) -> tuple[datetime, datetime]:
+    """The first moment of a period and the first moment after it: a year "2024", a quarter
+    "2024-Q3", a month "2024-03" or a day "2024-03-15"."""
+    match = _PERIOD.match(period.strip())
+    if match is None:
+        raise ToolError(
+            f"period {period!r} is not a year, quarter, month or day: write e.g. '2024', "
+            f"'2024-Q3', '2024-03' or '2024-03-15' (or give start and end)"
+        )
+    year = int(match["year"])
+    if match["quarter"]:
+        first = 3 * int(match["quarter"]) - 2
+        low, months = datetime(year, first, 1), 3
+    elif match["day"]:
+        low = _day(period.strip(), "period")
+        return low, low + timedelta(days=1)
+    elif match["month"]:
+        low, months = datetime(year, int(match["month"]), 1), 1
+    else:
+        low, months = datetime(year, 1, 1), 12
+    after = low.month - 1 + months
+    return low, datetime(low.year + after // 12, after % 12 + 1, 1)
+
+
+def _day(text: str, what: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.strip()[:10])
+    except ValueError:
+        raise ToolError(f"{what} {text!r} is not a date: write it as YYYY-MM-DD") from None
+
+
+def _column_named(frame: pd.DataFrame, column: str) -> str:
+    """`column` as the frame spells it (any casing); a column it lacks is a `ToolError`."""
+    by_lower = {str(c).lower(): str(c) for c in frame.columns}
+    right = column if column in frame.columns else by_lower.get(column.strip().lower())
+    if right is None:
+        require_columns(frame, [column])  # raises, listing the columns
+    return right or column
+
+
+def _date_column(frame: pd.DataFrame, given: str | None) -> str:
+    if given:
+        return _column_named(frame, given)
+    dates = list(_date_columns(frame))
+    if len(dates) != 1:
+        found = ", ".join(dates) if dates else "none"
+        raise ToolError(f"name the date_column to filter by (the date columns: {found})")
+    return dates[0]
+
+
+def _listing(values: list[str]) -> str:
+    shown = sorted(values)[:MAX_CATEGORIES]
+    more = len(values) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _filter_words(
+    kept: dict[str, Any], period: str | None, start: str | None, end: str | None
+) -> str:
+    words = [f"{c} in {', '.join(v)}" for c, v in kept.items()]
+    words += [f"{k} {v}" for k, v in (("period", period), ("from", start), ("until", end)) if v]
+    return "; ".join(words)
 
 
 # --- statistics ----------------------------------------------------------------------------
@@ -654,6 +818,19 @@ def _date_columns(frame: pd.DataFrame) -> dict[str, Any]:
         except ToolError:
             continue
         found[str(column)] = _time_range(parsed) | {"type": "dates" if is_dates else "text"}
+    return found
+
+
+def _categories(frame: pd.DataFrame, dates: dict[str, Any]) -> dict[str, list[str]]:
+    """The values of each text column with few of them (`MAX_CATEGORIES`), sorted."""
+    found: dict[str, list[str]] = {}
+    for column in frame.columns:
+        series = frame[column]
+        if str(column) in dates or is_number(series):
+            continue
+        values = series.dropna().unique()
+        if 0 < len(values) <= MAX_CATEGORIES:
+            found[str(column)] = sorted(str(v) for v in values)
     return found
 
 

@@ -29,6 +29,7 @@ from agentrt import (
 from agentrt.planning.pipeline import (
     Analysis,
     Change,
+    Filters,
     Output,
     Requirements,
     TimeRequirement,
@@ -346,6 +347,7 @@ def test_every_requirement_label_has_a_map_entry(default_workspace: Workspace) -
         group_by=["region"],
         time=TimeRequirement(column="date"),
         analysis=list(get_args(Analysis)),
+        filters=Filters(period="2024"),
         outputs=list(get_args(Output)),
     )
     assert sorted(every.labels()) == sorted(requirement_labels())

@@ -37,6 +37,7 @@ COLUMNS = "date, region, product_category, channel, units, revenue"
 PACK = {
     "load_dataset",
     "parse_datetime",
+    "filter_rows",
     "aggregate",
     "segment_metric",
     "compute_summary_stats",

@@ -16,6 +16,7 @@ from agentrt.planning.pipeline.coverage import Coverage, check_coverage
 from agentrt.planning.pipeline.planner import run_pipeline
 from agentrt.planning.pipeline.requirements import (
     Analysis,
+    Filters,
     Grain,
     Output,
     Requirements,
@@ -28,6 +29,7 @@ __all__ = [
     "Analysis",
     "Change",
     "Coverage",
+    "Filters",
     "Grain",
     "Output",
     "Requirements",

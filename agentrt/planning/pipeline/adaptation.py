@@ -13,7 +13,21 @@ from agentrt.events import PipelineStep
 from agentrt.planning.pipeline.requirements import Requirements
 from agentrt.strategy import Template
 
-__all__ = ["Adaptation", "Change", "apply_changes", "bind", "is_placeholder", "restore"]
+__all__ = [
+    "Adaptation",
+    "Change",
+    "apply_changes",
+    "bind",
+    "filter_params",
+    "is_placeholder",
+    "restore",
+    "with_filter",
+]
+
+FILTER_STEP = "filter"
+"""The id of the step `with_filter` adds."""
+_BEFORE_FILTER = frozenset({"data", "time.column"})
+"""Labels of the steps a filter comes after: loading the data, parsing its dates."""
 
 PLACEHOLDER = re.compile(r"^\{(metrics|group_by|time\.column|time\.grain)(?:\[(\d+)\])?\}$")
 """A template parameter filled from the requirements: `{metrics}`, `{group_by[0]}`, …"""
@@ -60,6 +74,38 @@ def bind(template: Template, requirements: Requirements) -> list[PipelineStep]:
     return steps
 
 
+def filter_params(r: Requirements) -> dict[str, JsonValue]:
+    """The parameters of a step that keeps the rows `r.filters` names (a filter tool takes
+    the `filters` vocabulary as it is: `where`, `period`)."""
+    params: dict[str, JsonValue] = {}
+    if r.filters.where:
+        params["where"] = {c: list[JsonValue](v) for c, v in r.filters.where.items()}
+    if r.filters.period is not None:
+        params["period"] = r.filters.period
+    return params
+
+
+def with_filter(
+    steps: Sequence[PipelineStep], r: Requirements, tool: str | None
+) -> list[PipelineStep]:
+    """The bound template with a step of `tool` keeping only the rows the requirements'
+    filters name, after loading and parsing and before everything else (so every later step
+    reads the kept rows); the steps as they are when there is nothing to filter, no filter
+    tool, or a step that filters already."""
+    plan = list(steps)
+    if not r.filters or tool is None or any("filters" in s.satisfies for s in plan):
+        return plan
+    at = next((i for i, s in enumerate(plan) if not set(s.satisfies) <= _BEFORE_FILTER), len(plan))
+    step = PipelineStep(
+        id=FILTER_STEP,
+        tool=tool,
+        params=filter_params(r),
+        satisfies=["filters"],
+        rationale="keep only the rows the question is about",
+    )
+    return [*plan[:at], step, *plan[at:]]
+
+
 def _fill(value: JsonValue, r: Requirements) -> JsonValue:
     if not isinstance(value, str):
         return value
@@ -102,13 +148,16 @@ def apply_changes(
                 continue
             i = ids.index(change.step)
             old = plan[i]
+            satisfies = change.satisfies if change.satisfies is not None else old.satisfies
+            if change.tool in (None, old.tool):
+                # The same tool serves what it served: a restatement that names fewer labels
+                # (small models do) does not uncover them.
+                satisfies = list(dict.fromkeys([*old.satisfies, *satisfies]))
             plan[i] = old.model_copy(
                 update={
                     "tool": change.tool or old.tool,
                     "params": {**old.params, **(change.params or {})},
-                    "satisfies": change.satisfies
-                    if change.satisfies is not None
-                    else old.satisfies,
+                    "satisfies": satisfies,
                     "rationale": change.rationale or old.rationale,
                 }
             )

@@ -3,11 +3,15 @@ serve it, every step serves a requirement (see `registry/capabilities.yaml`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 from agentrt.catalog.metadata import Registry
 from agentrt.events import PipelineStep
+from agentrt.planning.pipeline.adaptation import filter_params
 from agentrt.planning.pipeline.requirements import Requirements
 from agentrt.strategy import PipelineVocabulary
 
@@ -53,7 +57,9 @@ def check_coverage(
 ) -> Coverage:
     """The deterministic gate: every requirement has a step whose tool can satisfy it; every
     step serves a requirement; a grouping is computed before anything is plotted; a trend is
-    served by a step that works on the time column."""
+    served by a step that works on the time column; the filters by a step that keeps exactly
+    the rows they name, before any step that reads the data (other than loading and parsing
+    it)."""
     grouping = vocabulary.grouping_params
     columns = vocabulary.column_params
     labels = requirements.labels()
@@ -61,6 +67,8 @@ def check_coverage(
     first_plot = min(plots, default=len(steps))
     wanted = {c.lower() for c in requirements.group_by}
     time = (requirements.time.column or "").lower()
+    first_reader = _first_reader(steps, registry)
+    kept = _kept(filter_params(requirements))
     covered: list[str] = []
     missing: list[str] = []
     for label in labels:
@@ -71,12 +79,19 @@ def check_coverage(
             and registry.serves(s.tool, label)
             and (label != "group_by" or (i < first_plot and wanted <= _grouped_by(s, grouping)))
             and (label != "analysis.trend" or (bool(time) and time in _columns(s, columns)))
+            and (label != "filters" or (i < first_reader and _kept(s.params) == kept))
         ]
         (covered if serving else missing).append(label)
+    # A filter that keeps other rows than the question names, or filters what was computed
+    # already, changes the analysis: no requirement justifies it.
     unjustified = [
         s.id
-        for s in steps
+        for i, s in enumerate(steps)
         if not any(label in labels and registry.serves(s.tool, label) for label in s.satisfies)
+        or (
+            registry.serves(s.tool, "filters")
+            and not (i < first_reader and _kept(s.params) == kept)
+        )
     ]
     problems = [
         f"Step {s.id} uses {s.tool}, which is not offered: use one of {', '.join(offered)}"
@@ -116,9 +131,36 @@ def _grouped_by(step: PipelineStep, params: Sequence[str]) -> set[str]:
     return columns
 
 
+def _first_reader(steps: Sequence[PipelineStep], registry: Registry) -> int:
+    """The index of the first step that reads the data (not one loading, parsing or
+    filtering it): a filter must come before it."""
+    before = ("data", "time.column", "filters")
+    readers = [
+        i
+        for i, s in enumerate(steps)
+        if not any(registry.serves(s.tool, label) for label in before)
+    ]
+    return min(readers, default=len(steps))
+
+
+def _kept(params: dict[str, JsonValue]) -> tuple[frozenset[tuple[str, str]], str]:
+    """What a filter step's parameters keep, spelling aside: (column, value) pairs and the
+    period."""
+    where = params.get("where")
+    pairs: set[tuple[str, str]] = set()
+    if isinstance(where, dict):
+        for column, values in where.items():
+            listed = values if isinstance(values, list) else [values]
+            pairs |= {(column.strip().lower(), str(v).strip().lower()) for v in listed}
+    period = params.get("period")
+    return frozenset(pairs), str(period).strip().upper() if period else ""
+
+
 def _name_missing(label: str, r: Requirements) -> str:
     if label == "group_by":
         return f"group_by=[{', '.join(r.group_by)}]"
     if label == "time.column":
         return f"time.column={r.time.column}"
+    if label == "filters":
+        return f"filters={json.dumps(filter_params(r), ensure_ascii=False)}"
     return label

@@ -2,16 +2,19 @@
 checks, not the model, hold the line.
 
     load the dataset ─► intent (JSON) ─► template ─► requirements (JSON, closed labels)
+        ─► drop what the question has no cue for ─► hold columns and filters to the data
         ─► narrow tools (template ∪ retrieved per requirement ∪ safety)
-        ─► bind the template to the requirements ─► adaptation (JSON changes)
+        ─► bind the template to the requirements (+ a filter step) ─► adaptation (JSON changes)
         ─► coverage gate (registry/capabilities.yaml) ─► retry with the exact payload
         ─► execute step by step, with safe repairs logged; semantic ones refused → replan
 
 The model answers three narrow questions under JSON schemas: which template, what the
 question asks for, what to change in the plan. Everything else is deterministic: binding
-the template's placeholders, dropping analysis the question gave no cue for, checking that
-every requirement has a step and every step a requirement (group_by by an aggregate before
-any plot, trends by a time-aware step), removing unjustified steps, repairing what is safe to
+the template's placeholders, dropping analysis, groupings and filters the question gave no
+cue for (dropped, never demanded), filtering the rows the question names before anything
+reads them, checking that every requirement has a step and every step a requirement (group_by
+by an aggregate before any plot, trends by a time-aware step, filters by a step that keeps
+exactly their rows), removing unjustified steps, repairing what is safe to
 repair (a missing data handle, a column's casing, a parameter the template had), refusing what
 would change the analysis (a metric, a grouping, a grain).
 """
@@ -40,7 +43,13 @@ from agentrt.execution import ToolOutcome
 from agentrt.models.base import Message, ModelRequest, ToolDefinition
 from agentrt.planning.base import PlannerInput, PlannerResult, Retrieve
 from agentrt.planning.kernel import Invalid, Kernel
-from agentrt.planning.pipeline.adaptation import Adaptation, apply_changes, bind, restore
+from agentrt.planning.pipeline.adaptation import (
+    Adaptation,
+    apply_changes,
+    bind,
+    restore,
+    with_filter,
+)
 from agentrt.planning.pipeline.coverage import Coverage, check_coverage
 from agentrt.planning.pipeline.repair import Refusal, Repairs
 from agentrt.planning.pipeline.requirements import (
@@ -48,8 +57,12 @@ from agentrt.planning.pipeline.requirements import (
     Grain,
     Output,
     Requirements,
+    columns_in_names,
+    grain_in_group_by,
     on_columns,
+    on_values,
     requirement_texts,
+    where_by_values,
     with_time_column,
     without_uncued,
 )
@@ -118,7 +131,8 @@ class _Pipeline:
         if template is None or requirements is None:
             return self.kernel.result("budget_exhausted")
         offered = await self._narrow(template, requirements)
-        steps = await self._adapt(requirements, dataset, offered, [*bind(template, requirements)])
+        bound = with_filter(bind(template, requirements), requirements, self._filter_tool())
+        steps = await self._adapt(requirements, dataset, offered, bound)
         for replan in range(self.policy.replans + 1):
             if steps is None:
                 return self.kernel.result("budget_exhausted")
@@ -203,35 +217,66 @@ class _Pipeline:
             "outputs": list(get_args(Output)),
             "grain": list(get_args(Grain)),
         }
+        columns = list(dataset.get(self.protocol.columns, {}))
+        dates = dataset.get(self.protocol.date_columns) or {}
+        categories = self._categories(dataset)
         problem: str | None = None
+        found: Requirements | str = ""
+        dropped: list[str] = []
+        moved: list[str] = []
         for _ in range(2):  # one re-extraction, with the allowed labels spelled out
             prompt = self._prompt(
-                "pipeline_requirements.j2", dataset, allowed=allowed, problem=problem
+                "pipeline_requirements.j2",
+                dataset,
+                allowed=allowed,
+                problem=problem,
+                categories=categories,
             )
             asked = await self._ask("requirements", prompt, Requirements, schema)
             if asked is None:
                 return None
-            found = (
-                str(asked.error)
-                if isinstance(asked, Invalid)
-                else on_columns(asked, list(dataset.get(self.protocol.columns, {})))
-            )
+            if isinstance(asked, Invalid):
+                found = str(asked.error)
+            else:
+                # What the question gives no cue for is dropped before anything is checked:
+                # an invented grouping or filter is never demanded of the model again.
+                asked, dropped = without_uncued(
+                    asked, self.task.query, self.registry.cues, categories
+                )
+                asked, named = columns_in_names(asked, columns)
+                asked, grain = grain_in_group_by(asked, columns, list(dates))
+                asked, moved = where_by_values(asked, categories)
+                moved = [*named, *grain, *moved]
+                found = on_columns(asked, columns)
+                if isinstance(found, Requirements):
+                    found = on_values(found, categories, dates)
             if isinstance(found, Requirements):
                 break
             problem = found
         else:
             msg = f"the question's requirements could not be read, twice: {problem}"
             raise PipelineFailed(msg)
-        found, dropped = without_uncued(found, self.task.query, self.registry.cues)
-        found, filled = with_time_column(found, list(dataset.get(self.protocol.date_columns) or {}))
+        found, filled = with_time_column(found, list(dates))
         self.ctx.emit(
             RequirementsEvent,
             requirements=found.model_dump(mode="json"),
             labels=found.labels(),
             dropped=dropped,
-            filled=filled,
+            filled=[*moved, *filled],
         )
         return found
+
+    def _categories(self, dataset: dict[str, Any]) -> dict[str, list[str]]:
+        """Each category column's values, as the loaded dataset lists them (if it does)."""
+        key = self.protocol.categories
+        listed = dataset.get(key) if key is not None else None
+        if not isinstance(listed, dict):
+            return {}
+        return {str(c): [str(v) for v in vs] for c, vs in listed.items() if isinstance(vs, list)}
+
+    def _filter_tool(self) -> str | None:
+        """The run's tool that serves the `filters` requirement, if it has one."""
+        return next((n for n in self.task.tools if self.registry.serves(n, "filters")), None)
 
     async def _adapt(
         self,

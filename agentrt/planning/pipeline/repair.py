@@ -3,8 +3,11 @@ before and after; a repair that would change the analysis is refused, and the pl
 again.
 
     a missing data handle      the frame the steps before it made
+    a handle of no frame       the frame the steps before it made
     a column's casing          as the frame spells it
+    a column with words around it ("order_revenue")   the one column it holds
     a required parameter       the value a template gives it
+    a plan field among the parameters ("after", "rationale")   removed
     an unknown column in a semantic parameter (a metric, a grouping): refused
 """
 
@@ -18,10 +21,15 @@ from pydantic import JsonValue
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.events import PipelineStep, RepairEvent
 from agentrt.planning.pipeline.adaptation import is_placeholder
+from agentrt.planning.pipeline.requirements import column_in_name
 from agentrt.run import RunContext
 from agentrt.strategy import PipelineVocabulary, Template
 
 __all__ = ["Refusal", "Repairs"]
+
+
+_STEP_FIELDS = frozenset({"id", "op", "step", "tool", "after", "rationale", "satisfies"})
+"""Fields of a plan step (and of a change) small models write among a step's parameters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,9 @@ class Repairs:
         """`params` with the safe repairs made, or why the step cannot run as planned."""
         tool = self.tools.get(step.tool)
         fields = tool.args_model.model_fields if tool is not None else {}
+        for key in sorted(set(params) & _STEP_FIELDS):
+            if tool is not None and key not in fields:
+                self._log(step, key, params.pop(key), None, "a field of the step, not a parameter")
         data = fields.get("data")
         # A step without a handle means the frame the steps before it made, which is not
         # always the tool's default.
@@ -72,6 +83,16 @@ class Repairs:
             and self.last_frame not in (None, data.default)
         ):
             self._log(step, "data", None, self.last_frame, "missing data handle")
+            params["data"] = self.last_frame
+        handle = params.get("data")
+        if (
+            data is not None
+            and isinstance(handle, str)
+            and self.frames
+            and handle not in self.frames
+            and self.last_frame is not None
+        ):
+            self._log(step, "data", handle, self.last_frame, "no frame has that name")
             params["data"] = self.last_frame
         columns = self.frames.get(str(params.get("data", self.last_frame)))
         if columns is not None:
@@ -96,8 +117,12 @@ class Repairs:
         fixed: list[JsonValue] = []
         for name in names:
             right = by_lower.get(name.lower()) if isinstance(name, str) else None
+            held = column_in_name(name, columns) if isinstance(name, str) else None
             if right is not None and right != name:
                 self._log(step, key, name, right, "column name casing")
+            elif right is None and held is not None:
+                self._log(step, key, name, held, "the one column the name holds")
+                right = held
             elif right is None and isinstance(name, str) and key in self.vocabulary.semantic_params:
                 reason = (
                     f"there is no column {name!r} (the columns are: {', '.join(columns)}); "

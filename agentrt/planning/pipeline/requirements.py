@@ -6,20 +6,28 @@ then held to the dataset (column names as the data spells them, a trend's date c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from datetime import date
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "Analysis",
+    "Filters",
     "Grain",
     "Output",
     "Requirements",
     "TimeRequirement",
+    "column_in_name",
+    "columns_in_names",
+    "grain_in_group_by",
     "on_columns",
+    "on_values",
     "requirement_labels",
     "requirement_texts",
+    "where_by_values",
     "with_time_column",
     "without_uncued",
 ]
@@ -37,6 +45,21 @@ class TimeRequirement(BaseModel):
     """`unknown` unless the question names one; resolved from the data when the plan runs."""
 
 
+class Filters(BaseModel):
+    """The rows a question is about: categories it names, a period it names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    where: dict[str, list[str]] = {}
+    """Category column → the values kept (`{"product_category": ["Electronics"]}`)."""
+    period: str | None = None
+    """The dates kept: a year "2024", a quarter "2024-Q3", a month "2024-03", a day
+    "2024-03-15"."""
+
+    def __bool__(self) -> bool:
+        return bool(self.where) or self.period is not None
+
+
 class Requirements(BaseModel):
     """What a question asks of the data, in the pipeline's closed vocabulary."""
 
@@ -46,6 +69,7 @@ class Requirements(BaseModel):
     group_by: list[str] = []
     time: TimeRequirement = TimeRequirement()
     analysis: list[Analysis] = []
+    filters: Filters = Filters()
     outputs: list[Output] = []
     constraints: list[str] = []
 
@@ -56,6 +80,8 @@ class Requirements(BaseModel):
             labels.append("group_by")
         if self.time.column:
             labels.append("time.column")
+        if self.filters:
+            labels.append("filters")
         labels += [f"outputs.{o}" for o in self.outputs]
         return list(dict.fromkeys(labels))
 
@@ -66,6 +92,7 @@ def requirement_labels() -> list[str]:
         "data",
         "group_by",
         "time.column",
+        "filters",
         *(f"analysis.{a}" for a in get_args(Analysis)),
         *(f"outputs.{o}" for o in get_args(Output)),
     ]
@@ -79,6 +106,7 @@ def on_columns(r: Requirements, columns: list[str]) -> Requirements | str:
         ("time.column", [r.time.column] if r.time.column is not None else []),
         ("metrics", r.metrics),
         ("group_by", r.group_by),
+        ("filters.where", list(r.filters.where)),
     ]
     for field, names in named:
         for name in names:
@@ -90,9 +118,181 @@ def on_columns(r: Requirements, columns: list[str]) -> Requirements | str:
     time = r.time
     if spelled["time.column"]:
         time = time.model_copy(update={"column": spelled["time.column"][0]})
+    where = dict(zip(spelled["filters.where"], r.filters.where.values(), strict=True))
+    filters = r.filters.model_copy(update={"where": where})
     return r.model_copy(
-        update={"metrics": spelled["metrics"], "group_by": spelled["group_by"], "time": time}
+        update={
+            "metrics": spelled["metrics"],
+            "group_by": spelled["group_by"],
+            "time": time,
+            "filters": filters,
+        }
     )
+
+
+_PERIOD = re.compile(
+    r"^(?P<year>\d{4})(?:-(?:Q(?P<quarter>[1-4])|(?P<month>0[1-9]|1[0-2])(?:-(?P<day>\d{2}))?))?$"
+)
+"""A period as the `filters` vocabulary writes it (`filter_rows` reads the same forms)."""
+_MONTHS = [
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+]  # fmt: skip
+_ORDINALS = ["first", "second", "third", "fourth"]
+
+
+def period_bounds(period: str) -> tuple[date, date] | None:
+    """The first and last day of a period ("2024", "2024-Q3", "2024-03", "2024-03-15"); None
+    for text that is not one."""
+    match = _PERIOD.match(period.strip().upper())
+    if match is None:
+        return None
+    year = int(match["year"])
+    try:
+        if match["day"]:
+            day = date(year, int(match["month"]), int(match["day"]))
+            return day, day
+        if match["quarter"] or match["month"]:
+            first = 3 * int(match["quarter"]) - 2 if match["quarter"] else int(match["month"])
+            months = 3 if match["quarter"] else 1
+            after = first - 1 + months
+            end = date(year + after // 12, after % 12 + 1, 1)
+            return date(year, first, 1), date.fromordinal(end.toordinal() - 1)
+    except ValueError:
+        return None
+    return date(year, 1, 1), date(year, 12, 31)
+
+
+def on_values(
+    r: Requirements,
+    categories: Mapping[str, list[str]] | None,
+    dates: Mapping[str, Mapping[str, object]],
+) -> Requirements | str:
+    """The filters with each value spelled as the data spells it and the period in its
+    written form; or, for a value the data does not hold or a period outside its dates, what
+    is wrong and what exists (the model is asked again: never a filter that keeps no row).
+
+    :param categories: each category column's values, as the loaded dataset lists them
+    :param dates: the dataset's date columns, with their first and last dates (`min`, `max`)
+    """
+    where: dict[str, list[str]] = {}
+    for column, values in r.filters.where.items():
+        known = list((categories or {}).get(column, []))
+        if column in dates:
+            return (
+                f"filters.where: {column!r} is a date column; put the dates in "
+                f'filters.period (e.g. "2024", "2024-Q3", "2024-03")'
+            )
+        if not known:
+            continue  # no list of values to hold it to: the filter step says if it is wrong
+        by_lower = {v.lower(): v for v in known}
+        for value in values:
+            if value.strip().lower() not in by_lower:
+                return (
+                    f"filters.where: column {column!r} has no value {value!r}; its values are: "
+                    f"{', '.join(known)}"
+                )
+        where[column] = [by_lower[v.strip().lower()] for v in values]
+    period = r.filters.period
+    if period is not None:
+        period = period.strip().upper()
+        bounds = period_bounds(period)
+        if bounds is None:
+            return (
+                f'filters.period: {r.filters.period!r} is not a period; write a year "2024", '
+                f'a quarter "2024-Q3", a month "2024-03" or a day "2024-03-15"'
+            )
+        spans = [(str(d.get("min", ""))[:10], str(d.get("max", ""))[:10]) for d in dates.values()]
+        first, last = (bounds[0].isoformat(), bounds[1].isoformat())
+        if spans and not any(lo and hi and first <= hi and last >= lo for lo, hi in spans):
+            lo, hi = spans[0]
+            return (
+                f"filters.period: the data has no dates in {period}; "
+                f"its dates run from {lo} to {hi}"
+            )
+    filters = Filters(where={**r.filters.where, **where}, period=period)
+    return r.model_copy(update={"filters": filters})
+
+
+def columns_in_names(r: Requirements, columns: list[str]) -> tuple[Requirements, list[str]]:
+    """Metrics and groupings named with words around a column's name ("order revenue",
+    "product category") spelled as the one column they name, and a note of each; a name in
+    which no column, or several, can be read is left for `on_columns` to refuse."""
+    notes: list[str] = []
+
+    def spelled(field: str, names: list[str]) -> list[str]:
+        out = []
+        for name in names:
+            column = column_in_name(name, columns)
+            if column is not None and column != name:
+                notes.append(f"{field}: {name!r} is the column {column!r}")
+            out.append(column or name)
+        return out
+
+    metrics, group_by = spelled("metrics", r.metrics), spelled("group_by", r.group_by)
+    return r.model_copy(update={"metrics": metrics, "group_by": group_by}), notes
+
+
+def column_in_name(name: str, columns: list[str]) -> str | None:
+    """The one column `name` holds with words around it ("order revenue", "order_revenue" →
+    revenue; "product category" → product_category); None when it is a column already (in
+    any casing), or holds none or several."""
+    by_lower = {c.lower(): c for c in columns}
+    if name.strip().lower() in by_lower:
+        return None  # a column already, in some casing: `on_columns` spells it
+    words = re.sub(r"[\s\-]+", "_", name.strip().lower())
+    if words in by_lower:
+        return by_lower[words]
+    text = name.lower().replace("_", " ")
+    found = [c for c in columns if _holds(text, c.lower().replace("_", " "))]
+    return found[0] if len(found) == 1 else None
+
+
+def grain_in_group_by(
+    r: Requirements, columns: list[str], dates: list[str]
+) -> tuple[Requirements, list[str]]:
+    """A period grouped by as if it were a column (`group_by: ["quarter"]`, no such column)
+    is the time grain, over the data's only date column; and a note of it."""
+    grains = {g for g in get_args(Grain) if g != "unknown"}
+    named = {c.lower() for c in columns}
+    periods = [g for g in r.group_by if g.strip().lower() in grains and g.lower() not in named]
+    if not periods or (len(dates) != 1 and r.time.column is None):
+        return r, []
+    grain = periods[0].strip().lower()
+    time = r.time.model_copy(
+        update={
+            "column": r.time.column or dates[0],
+            "grain": r.time.grain if r.time.grain != "unknown" else grain,
+        }
+    )
+    groups = [g for g in r.group_by if g not in periods]
+    note = f"time.grain={time.grain}: group_by {periods[0]!r} is a period of {time.column}"
+    return r.model_copy(update={"group_by": groups, "time": time}), [note]
+
+
+def where_by_values(
+    r: Requirements, categories: Mapping[str, list[str]] | None
+) -> tuple[Requirements, list[str]]:
+    """A filter put under a column the data lacks (`{"category": ["Electronics"]}`) moved to
+    the one category column that holds all its values, and a note of each move."""
+    by_lower = {c.lower() for c in categories or {}}
+    where: dict[str, list[str]] = {}
+    notes: list[str] = []
+    for column, values in r.filters.where.items():
+        wanted = {v.strip().lower() for v in values}
+        owners = [
+            c for c, known in (categories or {}).items() if wanted <= {k.lower() for k in known}
+        ]
+        if column.strip().lower() not in by_lower and len(owners) == 1 and wanted:
+            notes.append(
+                f"filters.where.{owners[0]}: there is no column {column!r}, and "
+                f"{owners[0]} is the one that holds {', '.join(values)}"
+            )
+            column = owners[0]
+        where[column] = [*where.get(column, []), *values]
+    if not notes:
+        return r, []
+    return r.model_copy(update={"filters": r.filters.model_copy(update={"where": where})}), notes
 
 
 def with_time_column(r: Requirements, dates: list[str]) -> tuple[Requirements, list[str]]:
@@ -112,19 +312,115 @@ def requirement_texts(r: Requirements) -> list[str]:
         texts.append(f"group by {', '.join(r.group_by)}")
     if r.time.column:
         texts.append(f"over time by {r.time.column}")
+    if r.filters:
+        kept = [*r.filters.where, *(["a period"] if r.filters.period else [])]
+        texts.append(f"keep only the rows of {', '.join(kept)}")
     texts += [f"produce a {o}" for o in r.outputs]
     return texts
 
 
 def without_uncued(
-    r: Requirements, query: str, cues: Mapping[str, list[str]]
+    r: Requirements,
+    query: str,
+    cues: Mapping[str, list[str]],
+    categories: Mapping[str, list[str]] | None = None,
 ) -> tuple[Requirements, list[str]]:
-    """`r` without the analysis `query` holds no cue for (small models add anomalies and
-    histograms nobody asked for), and the labels dropped.
+    """`r` without what `query` holds no cue for, and what was dropped. Small models add
+    analysis nobody asked for (anomalies, histograms), groupings nobody named (a distribution
+    "by region and product category"), filters the question does not state: a plan is never
+    made to serve them, and never failed for lacking them.
+
+    - an analysis needs one of its cue words (`cues`);
+    - a grouping column needs its name, a word of its name ("category" for
+      product_category), or one of its values ("electronics") in the question;
+    - a filter value needs to be in the question; a period needs its year, and its quarter
+      or month, in it;
+    - a time column needs a word of change over time (the trend cues), of a period ("by
+      quarter", "monthly") or its own name: "in 2024" is a filter, not a time series.
 
     :param cues: words, by analysis, of which a question must hold one (lowercase)
+    :param categories: each category column's values (their names cue the column)
     """
     question = query.lower()
     keep = [a for a in r.analysis if a not in cues or any(w in question for w in cues[a])]
     dropped = [f"analysis.{a}" for a in r.analysis if a not in keep]
-    return r.model_copy(update={"analysis": keep}), dropped
+    values = {k.lower(): v for k, v in (categories or {}).items()}
+    groups = [c for c in r.group_by if _column_cued(c, question, values.get(c.lower(), []))]
+    if len(groups) < len(r.group_by):
+        dropped.append(f"group_by=[{', '.join(c for c in r.group_by if c not in groups)}]")
+    where: dict[str, list[str]] = {}
+    for column, kept in r.filters.where.items():
+        cued = [v for v in kept if _holds(question, v.lower())]
+        if cued:
+            where[column] = cued
+        if len(cued) < len(kept):
+            uncued = [v for v in kept if v not in cued]
+            dropped.append(f"filters.where.{column}=[{', '.join(uncued)}]")
+    period = r.filters.period
+    if period is not None and not _period_cued(period, question):
+        dropped.append(f"filters.period={period}")
+        period = None
+    time = r.time
+    if time.column is not None and not _time_cued(time.column, question, cues.get("trend", [])):
+        dropped.append(f"time.column={time.column}")
+        time = TimeRequirement()
+    return (
+        r.model_copy(
+            update={
+                "analysis": keep,
+                "group_by": groups,
+                "time": time,
+                "filters": Filters(where=where, period=period),
+            }
+        ),
+        dropped,
+    )
+
+
+def _holds(question: str, words: str) -> bool:
+    """`question` (lowercase) holds `words` as whole words (a plural or singular `s` aside)."""
+    words = words.strip()
+    stem = words[:-1] if words.endswith("s") and len(words) > 3 else words
+    return bool(stem) and re.search(rf"\b{re.escape(stem)}(?:e?s)?\b", question) is not None
+
+
+def _column_cued(column: str, question: str, values: list[str]) -> bool:
+    name = column.lower().replace("_", " ").strip()
+    words = [w for w in re.split(r"[\s\-]+", name) if len(w) >= 4]
+    stems = [w[:-1] if w.endswith("y") else w for w in words]  # category → categories
+    return (
+        _holds(question, name)
+        or any(re.search(rf"\b{re.escape(s)}", question) for s in stems)
+        or any(_holds(question, v.lower()) for v in values)
+    )
+
+
+_TIME_WORDS = re.compile(r"\b(?:dai|day|week|month|quarter|year|annual|time|date|period|season)")
+"""Words that ask for something over time, by a period (a year named as a number is a
+filter's period, not this)."""
+
+
+def _time_cued(column: str, question: str, trend: list[str]) -> bool:
+    return (
+        any(w in question for w in trend)
+        or _TIME_WORDS.search(question) is not None
+        or _holds(question, column.lower().replace("_", " "))
+    )
+
+
+def _period_cued(period: str, question: str) -> bool:
+    match = _PERIOD.match(period.strip().upper())
+    if match is None:
+        return False  # on_values says what is wrong with it, if it is ever kept
+    if match["year"] not in question:
+        return False
+    if period.strip().lower() in question:
+        return True
+    if match["quarter"]:
+        n = int(match["quarter"])
+        cue = rf"\bq{n}\b|\bquarter {n}\b|\b{_ORDINALS[n - 1]} quarter|\b{n}(?:st|nd|rd|th) quarter"
+        return re.search(cue, question) is not None
+    if match["month"]:
+        month = _MONTHS[int(match["month"]) - 1]
+        return re.search(rf"\b(?:{month}|{month[:3]}\.?)\b", question) is not None
+    return True

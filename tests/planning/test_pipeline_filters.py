@@ -1,0 +1,670 @@
+"""The `pipeline` planner's filters and safe repairs (issue 24 point 3): the three questions a
+user asks next of the bundled sales data are each planned, covered and computed right (the
+numbers checked against pandas); what the question gives no cue for is dropped, not
+demanded; a filter the data cannot serve is a problem the model is shown, with what exists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from agentrt import (
+    Agent,
+    AgentSettings,
+    CoverageEvent,
+    Event,
+    RepairEvent,
+    RequirementsEvent,
+    ScriptedModel,
+    ToolCallEvent,
+    ToolFinishedEvent,
+    Workspace,
+)
+from agentrt.planning.pipeline import Filters, Requirements, TimeRequirement
+from agentrt.planning.pipeline.requirements import (
+    columns_in_names,
+    on_values,
+    period_bounds,
+    where_by_values,
+    without_uncued,
+)
+from tests.analysis_answers import NO_CHANGE
+from tests.helpers import check_stream, last
+
+SALES = Path(__file__).resolve().parents[2] / "data" / "sales.csv"
+CATEGORIES = {
+    "region": ["East", "North", "South", "West"],
+    "product_category": ["Clothing", "Electronics", "Furniture", "Groceries", "Sports"],
+    "channel": ["Online", "Store"],
+}
+DATES = {"date": {"min": "2023-01-01", "max": "2024-12-31", "type": "text"}}
+NO_TIME = {"column": None, "grain": "unknown"}
+
+
+@pytest.fixture(scope="module")
+def default_workspace() -> Workspace:
+    return Workspace()
+
+
+@pytest.fixture(scope="module")
+def sales() -> pd.DataFrame:
+    return pd.read_csv(SALES, parse_dates=["date"])
+
+
+def of(events: list[Event], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def called(events: list[Event]) -> list[str]:
+    return [e.name for e in of(events, ToolCallEvent)]
+
+
+def outputs(events: list[Event]) -> dict[str, Any]:
+    return {e.call_id: e.output for e in of(events, ToolFinishedEvent)}
+
+
+def intent(template: str) -> dict[str, Any]:
+    return {"primary_intent": template, "confidence": 0.9}
+
+
+def asked(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "metrics": ["revenue"],
+        "group_by": [],
+        "time": NO_TIME,
+        "analysis": [],
+        "filters": {"where": {}, "period": None},
+        "outputs": ["chart", "table"],
+        "constraints": [],
+    }
+    return base | fields
+
+
+async def run(
+    workspace: Workspace, tmp_path: Path, question: str, *answers: Any
+) -> tuple[list[Event], ScriptedModel]:
+    model = ScriptedModel([json.dumps(a) for a in answers])
+    agent = Agent(workspace=workspace, model=model, settings=AgentSettings(trajectory_dir=tmp_path))
+    events = [e async for e in agent.run(question, strategy="analysis")]
+    check_stream(events)
+    return events, model
+
+
+def money(value: float) -> str:
+    """A number as the Markdown tables write it."""
+    return f"{value:,.2f}"
+
+
+# ── the three questions of issue 24 ────────────────────────────────────────────────────
+
+
+async def test_which_region_had_the_highest_revenue_in_2024(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    question = "which region had the highest revenue in 2024?"
+    requirements = asked(
+        group_by=["region"], analysis=["compare"], filters={"where": {}, "period": "2024"}
+    )
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("comparative"), requirements, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert of(events, RequirementsEvent)[0].labels == [
+        "data",
+        "analysis.compare",
+        "group_by",
+        "filters",
+        "outputs.chart",
+        "outputs.table",
+    ]
+    assert [(c.ok, c.missing) for c in of(events, CoverageEvent)] == [(True, [])]
+    # The filter comes after loading, before the aggregate: the totals are of 2024 only.
+    assert called(events) == [
+        "load_dataset",
+        "filter_rows",
+        "aggregate",
+        "plot_bar",
+        "save_dataframe",
+    ]
+    done = outputs(events)
+    in_2024 = sales[sales.date.dt.year == 2024]
+    assert done["step.filter"]["kept"] == len(in_2024)
+    truth = in_2024.groupby("region")["revenue"].sum()
+    table = done["step.table"]["preview"]
+    for region, total in truth.items():
+        assert f"| {region} | {money(total)} |" in table
+    totals = {row["region"]: row["revenue"] for row in done["step.totals"]["head"]}
+    assert max(totals, key=totals.__getitem__) == truth.idxmax()
+
+
+async def test_show_the_distribution_of_order_revenue(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The issue's failure: the model invented `group_by: [region, product_category]` for a
+    distribution, and the gate demanded it three times. It is dropped, the plan is made."""
+    question = "show the distribution of order revenue"
+    invented = asked(
+        group_by=["region", "product_category"], analysis=["distribution"], outputs=["chart"]
+    )
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("distribution"), invented, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.dropped == ["group_by=[region, product_category]"]
+    assert requirements.labels == ["data", "analysis.distribution", "outputs.chart"]
+    assert [(c.ok, c.missing) for c in of(events, CoverageEvent)] == [(True, [])]
+    assert [r.purpose for r in model.requests] == ["intent", "requirements", "adapt"]
+    assert called(events) == ["load_dataset", "compute_summary_stats", "plot_histogram"]
+    stats = outputs(events)["step.stats"]["stats"]["revenue"]
+    described = sales["revenue"].describe()
+    assert stats["count"] == len(sales)
+    for key in ("mean", "50%", "max"):
+        assert stats[key] == pytest.approx(described[key], abs=1e-3)
+    # The statistics are in the answer beside the histogram's file, not only in the events.
+    assert f'"mean": {stats["mean"]}' in (end.answer or "")
+    assert ".png" in (end.answer or "")
+
+
+async def test_compare_electronics_and_clothing_revenue_by_quarter(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    question = "compare electronics and clothing revenue by quarter"
+    requirements = asked(
+        group_by=["product_category"],
+        time={"column": "date", "grain": "quarter"},
+        analysis=["compare"],
+        # Spelled as the question spells them: the data's spelling is a safe repair.
+        filters={"where": {"product_category": ["electronics", "clothing"]}, "period": None},
+    )
+    events, _ = await run(
+        default_workspace,
+        tmp_path,
+        question,
+        intent("time_series_grouped"),
+        requirements,
+        NO_CHANGE,
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    read = of(events, RequirementsEvent)[0]
+    assert read.requirements["filters"] == {
+        "where": {"product_category": ["Electronics", "Clothing"]},
+        "period": None,
+    }
+    assert [(c.ok, c.missing) for c in of(events, CoverageEvent)] == [(True, [])]
+    assert called(events) == [
+        "load_dataset",
+        "parse_datetime",
+        "filter_rows",
+        "aggregate",
+        "plot_line",
+        "save_dataframe",
+    ]
+    two = sales[sales.product_category.isin(["Electronics", "Clothing"])]
+    quarters = two.groupby([two.date.dt.to_period("Q"), "product_category"])["revenue"].sum()
+    assert len(quarters) == 16  # 8 quarters × 2 categories, no others
+    table = outputs(events)["step.table"]["preview"]
+    for (quarter, category), total in quarters.items():
+        start = quarter.start_time.date().isoformat()
+        assert f"| {start} | {category} | {money(total)} |" in table
+    assert "Furniture" not in table
+
+
+# ── repair rather than refuse ──────────────────────────────────────────────────────────
+
+
+async def test_filters_the_question_does_not_state_are_dropped(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    question = "which region had the highest revenue?"
+    eager = asked(
+        group_by=["region"],
+        analysis=["compare"],
+        filters={"where": {"channel": ["Online"], "region": ["East"]}, "period": "2024"},
+    )
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("comparative"), eager, NO_CHANGE
+    )
+    assert last(events).status == "ok"
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.dropped == [
+        "filters.where.channel=[Online]",
+        "filters.where.region=[East]",
+        "filters.period=2024",
+    ]
+    assert "filters" not in requirements.labels
+    assert "filter_rows" not in called(events)
+
+
+async def test_what_the_0_5b_model_read_into_the_2024_question_is_dropped(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The embedded 0.5B's requirements for the question, as it wrote them: every region as a
+    filter, a daily time series nobody asked for, only a table. The time column and the
+    region values are dropped; the template's chart, which no requirement justifies, is
+    removed after the retry; the run answers with 2024's totals."""
+    question = "which region had the highest revenue in 2024?"
+    read = asked(
+        group_by=["region"],
+        time={"column": "date", "grain": "day"},
+        analysis=["compare"],
+        filters={"where": {"region": ["East", "North", "South", "West"]}, "period": "2024"},
+        outputs=["table"],
+    )
+    events, _ = await run(
+        default_workspace,
+        tmp_path,
+        question,
+        intent("comparative"),
+        read,
+        NO_CHANGE,
+        NO_CHANGE,
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.dropped == [
+        "filters.where.region=[East, North, South, West]",
+        "time.column=date",
+    ]
+    assert requirements.labels == [
+        "data",
+        "analysis.compare",
+        "group_by",
+        "filters",
+        "outputs.table",
+    ]
+    assert of(events, CoverageEvent)[-1].removed == ["chart"]
+    assert called(events) == ["load_dataset", "filter_rows", "aggregate", "save_dataframe"]
+    truth = sales[sales.date.dt.year == 2024].groupby("region")["revenue"].sum()
+    for region, total in truth.items():
+        assert f"| {region} | {money(total)} |" in (end.answer or "")
+
+
+async def test_a_metric_named_with_words_around_a_column_is_that_column(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """The embedded 0.5B wrote `metrics: ["order revenue"]` for the distribution question,
+    twice, and the run failed: the one column the name holds is the metric."""
+    question = "show the distribution of order revenue"
+    read = asked(metrics=["order revenue"], analysis=["distribution"], outputs=["chart"])
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("distribution"), read, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.requirements["metrics"] == ["revenue"]
+    assert requirements.filled == ["metrics: 'order revenue' is the column 'revenue'"]
+    assert [r.purpose for r in model.requests].count("requirements") == 1
+
+
+RESTATED = {
+    "changes": [
+        {
+            "op": "add",
+            "step": "load",
+            "tool": "load_dataset",
+            "params": {"source": "sales"},
+            "after": "load_dataset",
+            "rationale": "The dataset contains the order revenue data.",
+            "satisfies": ["data"],
+        },
+        {
+            "op": "add",
+            "step": "stats",
+            "tool": "compute_summary_stats",
+            "params": {"columns": ["order_revenue"]},
+            "after": "compute_summary_stats",
+            "rationale": "The order revenue data is available for analysis.",
+            "satisfies": ["analysis.distribution"],
+        },
+        {
+            "op": "add",
+            "step": "chart",
+            "tool": "plot_histogram",
+            "params": {
+                "column": "order_revenue",
+                "bins": 20,
+                "data": "order_revenue",
+                "title": "Order Revenue Distribution",
+                "filename": "order_revenue_distribution.png",
+                "after": "plot_histogram",
+                "rationale": "The order revenue data is plotted as a histogram.",
+                "satisfies": ["analysis.distribution", "outputs.chart"],
+            },
+            "after": "plot_histogram",
+            "rationale": "The histogram is saved as an image file.",
+        },
+    ]
+}
+"""The embedded 0.5B's first adaptation for the distribution question, as it wrote it: the
+template's steps restated with fewer labels, a made-up column and frame, and step fields
+among a step's parameters."""
+
+
+async def test_the_0_5b_model_s_restated_plan_is_repaired_not_refused(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    question = "show the distribution of order revenue"
+    read = asked(
+        metrics=["order revenue"],
+        group_by=["region", "product_category"],
+        analysis=["distribution"],
+        outputs=["table"],
+    )
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("distribution"), read, RESTATED
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    # A restatement naming fewer labels keeps those its tool served: outputs.table stays covered.
+    assert [(c.ok, c.missing) for c in of(events, CoverageEvent)] == [(True, [])]
+    repairs = [(r.step, r.param, r.before, r.after) for r in of(events, RepairEvent)]
+    assert repairs == [
+        ("stats", "columns", "order_revenue", "revenue"),
+        ("chart", "after", "plot_histogram", None),
+        ("chart", "rationale", "The order revenue data is plotted as a histogram.", None),
+        ("chart", "satisfies", ["analysis.distribution", "outputs.chart"], None),
+        ("chart", "data", "order_revenue", "data"),
+        ("chart", "column", "order_revenue", "revenue"),
+    ]
+    stats = outputs(events)["step.stats"]["stats"]
+    assert list(stats) == ["revenue"]
+    assert stats["revenue"]["mean"] == pytest.approx(sales["revenue"].mean(), abs=1e-3)
+
+
+async def test_a_period_grouped_by_as_a_column_is_the_time_grain(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """The embedded 0.5B's first reading of the quarter question, as it wrote it: `quarter`
+    as a grouping column (the data has none), and a period the question does not name."""
+    question = "compare electronics and clothing revenue by quarter"
+    read = asked(
+        group_by=["quarter", "product_category"],
+        time={"column": "date", "grain": "quarter"},
+        analysis=["compare"],
+        filters={"where": {"product_category": ["Electronics", "Clothing"]}, "period": "2024"},
+        outputs=["chart"],
+    )
+    events, model = await run(
+        default_workspace,
+        tmp_path,
+        question,
+        intent("time_series_grouped"),
+        read,
+        NO_CHANGE,
+        NO_CHANGE,
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.dropped == ["filters.period=2024"]
+    assert requirements.filled == ["time.grain=quarter: group_by 'quarter' is a period of date"]
+    assert requirements.requirements["group_by"] == ["product_category"]
+    assert [r.purpose for r in model.requests].count("requirements") == 1
+    totals = outputs(events)["step.totals"]
+    assert (totals["grain"], totals["rows"]) == ("quarter", 16)
+
+
+async def test_a_filter_value_the_data_lacks_is_shown_with_the_values_it_has(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    question = "total revenue in asia by channel"
+    wrong = asked(
+        group_by=["channel"],
+        analysis=["total"],
+        filters={"where": {"region": ["Asia"]}, "period": None},
+    )
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("comparative"), wrong, wrong
+    )
+    end = last(events)
+    assert end.status == "error"
+    problem = "column 'region' has no value 'Asia'; its values are: East, North, South, West"
+    assert problem in (end.error or "")
+    prompts = [r.messages[0].content or "" for r in model.requests if r.purpose == "requirements"]
+    assert problem not in prompts[0]
+    assert problem in prompts[1]
+    assert "filter_rows" not in called(events)  # never a filter that keeps no row
+
+
+async def test_a_period_outside_the_data_is_asked_again_then_planned(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    question = "revenue by region in 2022, or else in 2024"
+    wrong = asked(group_by=["region"], analysis=["total"], filters={"where": {}, "period": "2022"})
+    right = asked(group_by=["region"], analysis=["total"], filters={"where": {}, "period": "2024"})
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("comparative"), wrong, right, NO_CHANGE
+    )
+    assert last(events).status == "ok"
+    prompts = [r.messages[0].content or "" for r in model.requests if r.purpose == "requirements"]
+    problem = "the data has no dates in 2022; its dates run from 2023-01-01 to 2024-12-31"
+    assert problem in prompts[1]
+    assert outputs(events)["step.filter"]["from"] == "2024-01-01"
+
+
+async def test_a_filter_under_a_column_the_data_lacks_moves_to_the_one_holding_its_values(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    question = "electronics revenue by region"
+    misplaced = asked(
+        group_by=["region"],
+        analysis=["total"],
+        filters={"where": {"category": ["Electronics"]}, "period": None},
+    )
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("comparative"), misplaced, NO_CHANGE
+    )
+    assert last(events).status == "ok"
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.requirements["filters"] == {
+        "where": {"product_category": ["Electronics"]},
+        "period": None,
+    }
+    assert requirements.filled == [
+        "filters.where.product_category: there is no column 'category', and product_category"
+        " is the one that holds Electronics"
+    ]
+    assert [r.purpose for r in model.requests].count("requirements") == 1
+
+
+async def test_a_filter_step_that_keeps_other_rows_does_not_cover_and_is_named(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    question = "which region had the highest revenue in 2024?"
+    requirements = asked(
+        group_by=["region"], analysis=["compare"], filters={"where": {}, "period": "2024"}
+    )
+    drift = {"changes": [{"op": "modify", "step": "filter", "params": {"period": "2023"}}]}
+    back = {"changes": [{"op": "modify", "step": "filter", "params": {"period": "2024"}}]}
+    events, model = await run(
+        default_workspace,
+        tmp_path,
+        question,
+        intent("comparative"),
+        requirements,
+        drift,
+        back,
+    )
+    assert last(events).status == "ok"
+    first, second = of(events, CoverageEvent)
+    assert first.missing == ['filters={"period": "2024"}']
+    assert second.ok
+    adapts = [r.messages[0].content or "" for r in model.requests if r.purpose == "adapt"]
+    assert 'Missing coverage: filters={"period": "2024"}' in adapts[1]
+
+
+async def test_a_filter_after_the_aggregate_does_not_cover(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Rows filtered after they were totalled change nothing: the filter must come first."""
+    question = "which region had the highest revenue in 2024?"
+    requirements = asked(
+        group_by=["region"], analysis=["compare"], filters={"where": {}, "period": "2024"}
+    )
+    late = {
+        "changes": [
+            {"op": "remove", "step": "filter"},
+            {
+                "op": "add",
+                "step": "late",
+                "tool": "filter_rows",
+                "after": "totals",
+                "params": {"period": "2024"},
+                "satisfies": ["filters"],
+            },
+        ]
+    }
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("comparative"), requirements, late, late
+    )
+    assert last(events).status == "ok"
+    coverage = of(events, CoverageEvent)
+    assert [(c.missing, c.unjustified) for c in coverage[:2]] == [
+        (['filters={"period": "2024"}'], ["late"])
+    ] * 2
+    # The late filter is removed; the template's, which the model removed, is put back.
+    assert (coverage[-1].removed, coverage[-1].restored) == (["late"], ["filter"])
+    assert called(events)[:3] == ["load_dataset", "filter_rows", "aggregate"]
+    assert called(events).count("filter_rows") == 1
+
+
+# ── the deterministic parts, directly ──────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("question", "group_by", "kept"),
+    [
+        ("revenue per product category", ["product_category"], ["product_category"]),
+        ("revenue by product type and region", ["product_category", "region"], None),
+        ("sales across channels", ["channel"], ["channel"]),
+        ("online vs store revenue", ["channel"], ["channel"]),
+        ("compare electronics and clothing", ["product_category"], ["product_category"]),
+        ("show the distribution of order revenue", ["region", "product_category"], []),
+        ("what is the revenue trend?", ["date"], []),
+    ],
+)
+def test_a_grouping_needs_its_name_a_word_of_it_or_a_value_in_the_question(
+    question: str, group_by: list[str], kept: list[str] | None
+) -> None:
+    r = Requirements(metrics=["revenue"], group_by=group_by)
+    found, dropped = without_uncued(r, question, {}, CATEGORIES)
+    expected = group_by if kept is None else kept
+    assert found.group_by == expected
+    gone = [c for c in group_by if c not in expected]
+    assert dropped == ([f"group_by=[{', '.join(gone)}]"] if gone else [])
+
+
+@pytest.mark.parametrize(
+    ("question", "period", "kept"),
+    [
+        ("revenue in 2024", "2024", True),
+        ("revenue in 2023", "2024", False),
+        ("revenue in Q3 2024", "2024-Q3", True),
+        ("revenue in the third quarter of 2024", "2024-q3", True),
+        ("revenue in 2024", "2024-Q3", False),
+        ("revenue in March 2024", "2024-03", True),
+        ("revenue in mar. 2024", "2024-03", True),
+        ("revenue in May 2024", "2024-03", False),
+        ("revenue on 2024-03-15", "2024-03-15", True),
+        ("revenue by region", "2024", False),
+    ],
+)
+def test_a_period_needs_its_year_and_its_quarter_or_month_in_the_question(
+    question: str, period: str, kept: bool
+) -> None:
+    r = Requirements(metrics=["revenue"], filters=Filters(period=period))
+    found, dropped = without_uncued(r, question, {}, CATEGORIES)
+    assert (found.filters.period == period) is kept
+    assert dropped == ([] if kept else [f"filters.period={period}"])
+
+
+@pytest.mark.parametrize(
+    ("question", "kept"),
+    [
+        ("which region had the highest revenue in 2024?", False),
+        ("get revenue totals by region and product type over time", True),
+        ("Show monthly revenue for each region", True),
+        ("Quarterly revenue by channel, please", True),
+        ("compare electronics and clothing revenue by quarter", True),
+        ("how has revenue changed since launch?", True),
+        ("revenue per date", True),
+        ("total revenue by channel", False),
+    ],
+)
+def test_a_time_column_needs_a_word_of_time_in_the_question(
+    default_workspace: Workspace, question: str, kept: bool
+) -> None:
+    r = Requirements(metrics=["revenue"], time=TimeRequirement(column="date"))
+    found, dropped = without_uncued(r, question, default_workspace.registry.cues, CATEGORIES)
+    assert (found.time.column == "date") is kept
+    assert dropped == ([] if kept else ["time.column=date"])
+
+
+@pytest.mark.parametrize(
+    ("period", "first", "last_day"),
+    [
+        ("2024", "2024-01-01", "2024-12-31"),
+        ("2024-Q1", "2024-01-01", "2024-03-31"),
+        ("2023-Q4", "2023-10-01", "2023-12-31"),
+        ("2024-02", "2024-02-01", "2024-02-29"),
+        ("2023-12", "2023-12-01", "2023-12-31"),
+        ("2024-03-15", "2024-03-15", "2024-03-15"),
+    ],
+)
+def test_period_bounds(period: str, first: str, last_day: str) -> None:
+    bounds = period_bounds(period)
+    assert bounds is not None
+    assert (bounds[0].isoformat(), bounds[1].isoformat()) == (first, last_day)
+
+
+@pytest.mark.parametrize("text", ["Q3 2024", "2024-13", "2024-Q5", "2024-02-30", "last year"])
+def test_what_is_not_a_period(text: str) -> None:
+    assert period_bounds(text) is None
+    r = Requirements(filters=Filters(period=text))
+    problem = on_values(r, CATEGORIES, DATES)
+    assert isinstance(problem, str)
+    assert problem.startswith(f"filters.period: {text!r} is not a period")
+
+
+def test_a_date_column_under_where_is_sent_to_the_period() -> None:
+    r = Requirements(filters=Filters(where={"date": ["2024"]}))
+    assert on_values(r, CATEGORIES, DATES) == (
+        "filters.where: 'date' is a date column; put the dates in filters.period "
+        '(e.g. "2024", "2024-Q3", "2024-03")'
+    )
+
+
+def test_a_value_two_columns_could_hold_is_not_moved() -> None:
+    both = {"a": ["X", "Y"], "b": ["X", "Z"]}
+    r = Requirements(filters=Filters(where={"c": ["x"]}))
+    assert where_by_values(r, both) == (r, [])
+
+
+@pytest.mark.parametrize(
+    ("name", "column"),
+    [
+        ("order revenue", "revenue"),
+        ("Product Category", "product_category"),
+        ("product-category", "product_category"),
+        ("units sold", "units"),
+        ("revenue per unit", None),  # two columns: which one is not for a repair to choose
+        ("profit", None),
+        ("Revenue", None),  # a column already: on_columns spells it
+    ],
+)
+def test_a_name_around_one_column_is_that_column(name: str, column: str | None) -> None:
+    columns = ["date", "region", "product_category", "channel", "units", "revenue"]
+    r = Requirements(metrics=[name])
+    found, notes = columns_in_names(r, columns)
+    assert found.metrics == [column or name]
+    assert notes == ([f"metrics: {name!r} is the column {column!r}"] if column else [])
