@@ -217,6 +217,7 @@ async def instrumented_floor_once(
             "answer": model.turns[-1],
             "output": None,
             "error": None,
+            "doubt": None,
             "steps": TURNS + 1,
             "usage": _total_usage(TURNS + 1),
             "timings": {"total": round(time.perf_counter() - t0, 6), **timings},
