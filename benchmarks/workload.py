@@ -105,6 +105,7 @@ _SETTINGS = {
     "tool_timeout": 30.0,
     "max_concurrency": 8,
     "max_observation_chars": 8000,
+    "max_turn_observation_chars": 16000,
     "trajectory_dir": None,
     "default_strategy": "bench",
     "token_budget": None,
