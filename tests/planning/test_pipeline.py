@@ -18,6 +18,7 @@ from agentrt import (
     IntentEvent,
     PipelineStep,
     PlanAdaptedEvent,
+    PlannerFallbackEvent,
     RepairEvent,
     RequirementsEvent,
     ScriptedModel,
@@ -171,15 +172,18 @@ async def test_grouping_after_the_chart_does_not_count(
             },
         ]
     }
-    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, move, move, NO_CHANGE)
+    answer = "Revenue by region and product type is in the table."
+    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, move, move, answer)
     assert [c.missing for c in of(events, CoverageEvent)][:2] == [
         ["group_by=[region, product_category]"],
         ["group_by=[region, product_category]"],
     ]
-    end = last(events)
-    assert end.status == "error"
-    assert "no plan covers the question: group_by=[region, product_category]" in (end.error or "")
+    # No plan covers it: the run goes on turn by turn over the strategy's tools instead.
+    (fallback,) = of(events, PlannerFallbackEvent)
+    assert (fallback.planner, fallback.to) == ("pipeline", "react")
+    assert fallback.reason == "no plan covers the question: group_by=[region, product_category]"
     assert called(events) == ["load_dataset"]  # nothing of an uncovered plan ran
+    assert (last(events).status, last(events).answer) == ("ok", answer)
 
 
 async def test_unjustified_steps_are_named_then_removed(
@@ -270,10 +274,10 @@ async def test_labels_outside_the_set_get_one_re_extraction(
     assert "Your last answer was not valid" in asks[1]
     assert "forecast" in asks[1]
 
-    events, _ = await run(default_workspace, tmp_path, INTENT, wrong, wrong)
-    end = last(events)
-    assert end.status == "error"
-    assert "the question's requirements could not be read, twice" in (end.error or "")
+    events, _ = await run(default_workspace, tmp_path, INTENT, wrong, wrong, "Total: 42.")
+    (fallback,) = of(events, PlannerFallbackEvent)
+    assert fallback.reason.startswith("the question's requirements could not be read, twice")
+    assert last(events).answer == "Total: 42."
 
 
 async def test_a_column_the_data_lacks_is_asked_again(

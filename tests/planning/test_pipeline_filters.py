@@ -17,6 +17,7 @@ from agentrt import (
     AgentSettings,
     CoverageEvent,
     Event,
+    PlannerFallbackEvent,
     RepairEvent,
     RequirementsEvent,
     ScriptedModel,
@@ -423,13 +424,14 @@ async def test_a_filter_value_the_data_lacks_is_shown_with_the_values_it_has(
         analysis=["total"],
         filters={"where": {"region": ["Asia"]}, "period": None},
     )
+    no_asia = "There is no Asia region in the data: its regions are East, North, South, West."
     events, model = await run(
-        default_workspace, tmp_path, question, intent("comparative"), wrong, wrong
+        default_workspace, tmp_path, question, intent("comparative"), wrong, wrong, no_asia
     )
-    end = last(events)
-    assert end.status == "error"
     problem = "column 'region' has no value 'Asia'; its values are: East, North, South, West"
-    assert problem in (end.error or "")
+    (fallback,) = of(events, PlannerFallbackEvent)  # the requirements failed twice: react
+    assert problem in fallback.reason
+    assert no_asia in (last(events).answer or "")
     prompts = [r.messages[0].content or "" for r in model.requests if r.purpose == "requirements"]
     assert problem not in prompts[0]
     assert problem in prompts[1]

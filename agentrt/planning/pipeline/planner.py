@@ -35,6 +35,7 @@ from agentrt.events import (
     NarrowedTool,
     PipelineStep,
     PlanAdaptedEvent,
+    PlannerFallbackEvent,
     RequirementsEvent,
     ToolsNarrowedEvent,
 )
@@ -66,6 +67,7 @@ from agentrt.planning.pipeline.requirements import (
     with_time_column,
     without_uncued,
 )
+from agentrt.planning.react import run_react
 from agentrt.strategy import PipelineStrategy, Template
 from agentrt.workspace import Workspace
 
@@ -82,7 +84,7 @@ async def run_pipeline(
     """Run `task` through the pipeline, over `workspace`'s templates, capability map and
     pipeline vocabulary; `retrieve` finds tools for each requirement."""
     pipeline = _Pipeline(task, strategy, workspace, retrieve)
-    return await pipeline.kernel.run(pipeline.run)
+    return await pipeline.kernel.run(pipeline.run_or_fall_back)
 
 
 class _Intent(BaseModel):
@@ -123,6 +125,17 @@ class _Pipeline:
         self.protocol = vocabulary.dataset
         self.safety = self.policy.safety if self.policy.safety is not None else vocabulary.safety
         self.repairs = Repairs(self.ctx, task.tools, self.templates, vocabulary)
+
+    async def run_or_fall_back(self) -> PlannerResult:
+        """`run`; when no plan covers the question or none could run, the run goes on turn by
+        turn (`react`) over the strategy's tools, as a `dag` or `vm` run that cannot make a
+        valid plan does: the checks that let a small model plan must not stop it answering
+        (issue 24: three questions next to the main job's ended `error` so)."""
+        try:
+            return await self.run()
+        except PipelineFailed as exc:
+            self.ctx.emit(PlannerFallbackEvent, planner="pipeline", to="react", reason=str(exc))
+            return await run_react(self.task)
 
     async def run(self) -> PlannerResult:
         dataset = await self._load()
