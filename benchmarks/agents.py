@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import inspect
 import json
@@ -114,6 +115,9 @@ class Selection:
     smoke: bool = False
     max_tokens: int | None = None
     """A turn's token cap, for a family whose `run` takes one."""
+    keep: Path | None = None
+    """Where each family × planner × half keeps its work (trajectories, workspace copies), to
+    read after; None: a temporary folder, removed."""
 
 
 def family_paths(folder: Path = HERE) -> list[Path]:
@@ -219,13 +223,18 @@ async def _run(
     ):
         extra["max_tokens"] = selection.max_tokens
     prefix = f"[{spec} {module.FAMILY} {planner} {which}]"
-    with tempfile.TemporaryDirectory(prefix=f"agents-{module.FAMILY}-") as workdir:
+    with contextlib.ExitStack() as stack:
+        if selection.keep is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agents-")))
+        else:
+            workdir = selection.keep / f"{module.FAMILY}-{planner}-{which}-{spec.replace(':', '_')}"
+            workdir.mkdir(parents=True, exist_ok=True)
         rows = await module.run(
             tasks,
             model=model,
             model_name=spec,
             planner=planner,
-            workdir=Path(workdir),
+            workdir=workdir,
             progress=lambda line: log(f"{prefix} {line}"),
             **extra,
         )
@@ -341,6 +350,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--max-tokens", type=int, help="a turn's token cap, for families that take one (tools)"
     )
     parser.add_argument("--out", type=Path, help="append every row to this file (JSON lines)")
+    parser.add_argument("--keep", type=Path, help="keep each run's trajectories here")
     parser.add_argument("--table", type=Path, help="table the rows of an --out file; run nothing")
     return parser.parse_args(argv)
 
@@ -370,6 +380,7 @@ def main(
         limit=options.limit,
         smoke=options.smoke,
         max_tokens=options.max_tokens,
+        keep=options.keep,
     )
     out = options.out.open("a", encoding="utf-8") if options.out else None
     try:

@@ -176,6 +176,15 @@ def test_a_family_line_counts_what_its_rows_say(
     assert agents.summary([doubted.row])["ok"] == "0"
 
 
+def test_keep_leaves_each_runs_work_in_its_folder(
+    agents: ModuleType, fakes: list[ModuleType], tmp_path: Path
+) -> None:
+    argv = ["--models", "local:x", "--families", "fake", "--keep", str(tmp_path / "kept")]
+    assert agents.main(argv, modules=fakes, make_model=scripted) == 0
+    kept = sorted(p.name for p in (tmp_path / "kept").iterdir())
+    assert kept == ["fake-other-tuning-local_x", "fake-react-tuning-local_x"]
+
+
 def test_a_familys_own_measures_follow_its_tables(
     agents: ModuleType, fakes: list[ModuleType]
 ) -> None:
