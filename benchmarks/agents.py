@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/agents.py --smoke --models local:small
     .venv/bin/python benchmarks/agents.py --out rows.jsonl         # keep every row
     .venv/bin/python benchmarks/agents.py --table rows.jsonl       # table them again
+    .venv/bin/python benchmarks/agents.py --keep runs/             # keep the trajectories
 
 Each family is a module beside this one, `agents_<family>.py` (the contract is in
 `agents_common.py`): its tasks come in a tuning half and a held-out half, each with ground truth
