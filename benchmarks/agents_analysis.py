@@ -1,8 +1,8 @@
-"""Family (a) of `benchmarks/agents.py`: data-analysis questions over the bundled sales data.
+"""Family (a) of `benchmarks/agentbench.py`: data-analysis questions over the bundled sales data.
 
     .venv/bin/python benchmarks/agents_analysis.py --truths            # each question's truth
     .venv/bin/python benchmarks/agents_analysis.py --model local:small --planner pipeline --limit 3
-    .venv/bin/python benchmarks/agents.py ...                          # every family (the driver)
+    .venv/bin/python benchmarks/agentbench.py ...                    # every family (the driver)
 
 What it measures: whether an agent over the default workspace answers the questions a user asks
 next of `data/sales.csv` (daily rows 2023-01-01 … 2024-12-31; date, region, product_category,

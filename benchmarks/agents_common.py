@@ -1,5 +1,5 @@
-"""What every family of `benchmarks/agents.py` shares: the halves, one run's outcome read from its
-events, the row the tables are made of.
+"""What every family of `benchmarks/agentbench.py` shares: the halves, one run's outcome read
+from its events, the row the tables are made of.
 
 A family is a module `benchmarks/agents_<family>.py` with:
 

@@ -1,7 +1,7 @@
-"""Family (d) of `benchmarks/agents.py`: questions over multi-table SQLite databases answered
+"""Family (d) of `benchmarks/agentbench.py`: questions over multi-table SQLite databases answered
 through the database copilot, scored by execution accuracy.
 
-    .venv/bin/python benchmarks/agents.py --family database     # through the driver
+    .venv/bin/python benchmarks/agentbench.py --families database     # through the driver
 
 What it measures: whether the copilot workspace (workspaces/dbcopilot/: `ground_schema`, then
 `run_sql`, charts and `ask_user` on offer; its one strategy, `copilot`, forced) turns a user's

@@ -1,7 +1,7 @@
-"""Family (e) of `benchmarks/agents.py`: the knowledge workspace's four strategies, each run on
+"""Family (e) of `benchmarks/agentbench.py`: the knowledge workspace's four strategies, each run on
 its own questions, scored on how the run ended and what it cited.
 
-    .venv/bin/python benchmarks/agents.py --family knowledge     # through the driver
+    .venv/bin/python benchmarks/agentbench.py --families knowledge     # through the driver
 
 What it measures: whether a run forced to a retrieval strategy (`aggregate`, `list`,
 `targeted`, `exploratory`: the planners of this family) ends by its own `finish_retrieval`

@@ -1,4 +1,4 @@
-"""Multi-hop questions with a search tool (family `multihop` of `benchmarks/agents.py`).
+"""Multi-hop questions with a search tool (family `multihop` of `benchmarks/agentbench.py`).
 
     .venv/bin/python benchmarks/agents_multihop.py --model local:small --planner react --limit 2
     .venv/bin/python benchmarks/agents_multihop.py --planner dag vm --limit 3 --keep /tmp/mh

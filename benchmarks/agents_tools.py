@@ -1,8 +1,8 @@
-"""Family (b) of `benchmarks/agents.py`, tool use: does a run call the right tools on its first
+"""Family (b) of `benchmarks/agentbench.py`, tool use: does a run call the right tools on its first
 turn, and then answer?
 
-    .venv/bin/python benchmarks/agents.py --families tools                  # the tuning half
-    .venv/bin/python benchmarks/agents.py --families tools --max-tokens 512 # a longer turn cap
+    .venv/bin/python benchmarks/agentbench.py --families tools                  # the tuning half
+    .venv/bin/python benchmarks/agentbench.py --families tools --max-tokens 512 # a longer turn cap
 
 The data and its scoring are `benchmarks/toolcalling.py`'s (data/toolcalling/, loaded and
 scored by that module, not copied): 60 stub tools in 12 domains of near siblings, and questions

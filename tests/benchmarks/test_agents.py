@@ -1,4 +1,4 @@
-"""benchmarks/agents.py, the agent benchmark's one command: it finds the families beside it,
+"""benchmarks/agentbench.py, the agent benchmark's one command: it finds the families beside it,
 runs what it is asked to, tables the rows and tables them again from its `--out` file; a family
 that raises does not stop the others; the tools family runs through it. Scripted models (and a
 fake family written here), but for the last test, which runs `--smoke` on the real 0.5B."""
@@ -63,7 +63,7 @@ async def run(tasks, **_):
 
 @pytest.fixture(scope="module")
 def agents() -> ModuleType:
-    return load_benchmark("agents")
+    return load_benchmark("agentbench")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""benchmarks/agents_tools.py, family (b) of benchmarks/agents.py: its halves are
+"""benchmarks/agents_tools.py, family (b) of benchmarks/agentbench.py: its halves are
 toolcalling's, its scorer wants the right first-turn calls *and* an answered run, and a question
 runs to its end through the real agent, its turns capped while it runs."""
 

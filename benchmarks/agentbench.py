@@ -1,12 +1,16 @@
 """Agents on the model agentrt ships: every family of tasks through its planners, end to end.
 
-    .venv/bin/python benchmarks/agents.py                          # both models, tuning half
-    .venv/bin/python benchmarks/agents.py --models local:small --families tools --limit 5
-    .venv/bin/python benchmarks/agents.py --half held-out          # once, at the end
-    .venv/bin/python benchmarks/agents.py --smoke --models local:small
-    .venv/bin/python benchmarks/agents.py --out rows.jsonl         # keep every row
-    .venv/bin/python benchmarks/agents.py --table rows.jsonl       # table them again
-    .venv/bin/python benchmarks/agents.py --keep runs/             # keep the trajectories
+    .venv/bin/python benchmarks/agentbench.py                          # both models, tuning half
+    .venv/bin/python benchmarks/agentbench.py --models local:small --families tools --limit 5
+    .venv/bin/python benchmarks/agentbench.py --half held-out          # once, at the end
+    .venv/bin/python benchmarks/agentbench.py --smoke --models local:small
+    .venv/bin/python benchmarks/agentbench.py --out rows.jsonl         # keep every row
+    .venv/bin/python benchmarks/agentbench.py --table rows.jsonl       # table them again
+    .venv/bin/python benchmarks/agentbench.py --keep runs/             # keep the trajectories
+
+(It is not named `agents.py`, as issue 24 asked: run as a script, a benchmark's folder comes
+first on `sys.path`, and that name would shadow the OpenAI Agents SDK's `agents` package, which
+`peers.py` measures.)
 
 Each family is a module beside this one, `agents_<family>.py` (the contract is in
 `agents_common.py`): its tasks come in a tuning half and a held-out half, each with ground truth
