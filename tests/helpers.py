@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import itertools
 import json
@@ -77,6 +78,27 @@ def header(run_id: str = "run") -> TrajectoryHeader:
         workspace="w",
         workspace_fingerprint="f",
     )
+
+
+@functools.cache
+def _vocabulary(model_path: Path) -> Any:
+    from llama_cpp import Llama
+
+    return Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+
+
+def llama_accepts(gbnf: str, model_path: Path) -> bool:
+    """Whether llama.cpp's own grammar parser accepts `gbnf`. llama-cpp-python's schema
+    converter writes grammars it refuses (an escaped `$`), and a refused grammar is dropped:
+    the model then samples unconstrained, so a converted grammar is checked here."""
+    import llama_cpp
+
+    vocab = _vocabulary(model_path)._model.vocab
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True
 
 
 def load_benchmark(name: str) -> ModuleType:

@@ -34,11 +34,13 @@ _EXPRESSION = re.compile(rf"\s*\(?\s*{_OPERAND}(?:\s*[-+*/%]\s*\(?\s*{_OPERAND}\
 
 
 _ONE_REFERENCE = (
-    r"^(\$\{[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*\}"
-    r"|\{[A-Za-z_][A-Za-z0-9_-]*\})$"
+    r"^([$][{][A-Za-z_][A-Za-z0-9_-]*([.][A-Za-z_][A-Za-z0-9_]*|[\[][0-9]+[\]])*[}]"
+    r"|[{][A-Za-z_][A-Za-z0-9_-]*[}])$"
 )
 """A string that is exactly one reference, as a JSON schema `pattern`: anchored, and in the
-regex subset llama.cpp's grammar converter reads (no `(?:`, `\\w` or `\\d`)."""
+regex subset llama.cpp's grammar converter reads (no `(?:`, `\\w` or `\\d`), its literal
+characters in classes: escaped, `\\$` or `\\{` become grammar escapes llama.cpp's own
+parser refuses, and the model then samples with no grammar at all."""
 
 
 def referable(parameters: dict[str, Any]) -> dict[str, Any]:

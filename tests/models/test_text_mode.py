@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from agentrt import LocalModel, Message, ModelRequest
 from agentrt.catalog.builtins import builtin_tools
@@ -16,6 +16,7 @@ from agentrt.models.grammar import tool_turn_grammar
 from agentrt.models.local import RETRY_TEMPERATURE
 from agentrt.planning.dag import plan_schema
 from agentrt.planning.vm import program_schema
+from tests.helpers import llama_accepts
 
 CONVERSATION = [
     Message(role="system", content="Be brief."),
@@ -76,13 +77,14 @@ class TestLocalModelArguments:
         assert arguments["max_tokens"] == 32
 
 
-def test_a_parameter_of_any_value_is_a_grammar_too() -> None:
+def test_a_parameter_of_any_value_is_a_grammar_too(small_model_path: Path) -> None:
     """`llm_generate`'s `context` (a `JsonValue`: only a description and a default) made
     llama.cpp's converter fail, so every react turn offering it (a vm run's fallback) ended
     `error`; plans and programs that may call it too."""
     definition = builtin_tools()["llm_generate"].definition
     context = definition.parameters["properties"]["context"]
     assert not {"type", "anyOf", "$ref"} & set(context)  # what pydantic writes for JsonValue
-    LlamaGrammar.from_string(tool_turn_grammar([definition]), verbose=False)
+    assert llama_accepts(tool_turn_grammar([definition]), small_model_path)
     for schema in (program_schema([definition]), plan_schema([definition])):
-        LlamaGrammar.from_string(json_schema_to_gbnf(json.dumps(for_llama_grammar(schema))))
+        grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(schema)))
+        assert llama_accepts(grammar, small_model_path)

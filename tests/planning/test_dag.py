@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from agentrt import (
     Event,
@@ -25,7 +26,7 @@ from agentrt import (
 )
 from agentrt.models.base import for_llama_grammar
 from agentrt.planning.dag import plan_levels, plan_schema, validate_plan
-from tests.helpers import MakeAgent, check_stream, last
+from tests.helpers import MakeAgent, check_stream, last, llama_accepts
 from tests.planning.plans import finish, node, plan, replan
 
 
@@ -68,11 +69,13 @@ class TestPlanSchema:
         not_a_reference = {"plan": "p", "nodes": [node("T2", "add", a="two", b=2)]}
         assert list(validator.iter_errors(not_a_reference))
 
-    def test_the_embedded_models_grammar_is_built_from_it(self, workspace: Workspace) -> None:
+    def test_the_embedded_models_grammar_is_built_from_it(
+        self, workspace: Workspace, small_model_path: Path
+    ) -> None:
         grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(self.schema(workspace))))
         for name in ("add", "echo"):  # each tool's name, as the only value its node's takes
             assert f'::= "\\"{name}\\""' in grammar, name
-        LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar it cannot read
+        assert llama_accepts(grammar, small_model_path)
 
 
 class TestValidation:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from agentrt import (
     Event,
@@ -21,7 +22,7 @@ from agentrt import (
 )
 from agentrt.models.base import for_llama_grammar
 from agentrt.planning.vm import program_schema, validate_program
-from tests.helpers import MakeAgent, check_stream, last
+from tests.helpers import MakeAgent, check_stream, last, llama_accepts
 from tests.planning.programs import assign, calling, jmp, program, reasoning, verdict
 
 
@@ -38,7 +39,9 @@ async def run(agent: Any) -> list[Event]:
 class TestProgramSchema:
     """Under a grammar, a `calling` instruction is one of the tools with its own arguments."""
 
-    def test_a_call_has_its_tools_arguments(self, workspace: Workspace) -> None:
+    def test_a_call_has_its_tools_arguments(
+        self, workspace: Workspace, small_model_path: Path
+    ) -> None:
         schema = program_schema([workspace.tools[n].definition for n in ("add", "echo")])
         validator = Draft202012Validator(schema)
         good = [
@@ -55,7 +58,7 @@ class TestProgramSchema:
         ):
             assert list(validator.iter_errors({"program": [reasoning(), wrong]})), wrong
         grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(schema)))
-        LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar it cannot read
+        assert llama_accepts(grammar, small_model_path)
 
 
 class TestValidation:
