@@ -11,7 +11,6 @@ import sqlite3
 import struct
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,12 +23,12 @@ from agentrt import (
     AgentSettings,
     RunResult,
     ScriptedModel,
-    ToolContext,
     ToolError,
     ToolFinishedEvent,
     Workspace,
 )
 from tests.helpers import call
+from tests.tools.conftest import Call
 
 ROOT = Path(__file__).resolve().parents[2]
 SALES = ROOT / "data" / "sales.csv"
@@ -60,12 +59,6 @@ def _module(name: str, path: Path) -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def default() -> Workspace:
-    """The shipped workspace: the one whose tools/ holds the pack."""
-    return Workspace()
-
-
-@pytest.fixture(scope="module")
 def sample() -> ModuleType:
     return _module("sample_data", ROOT / "tools" / "_sample_data.py")
 
@@ -73,43 +66,6 @@ def sample() -> ModuleType:
 @pytest.fixture(scope="module")
 def sales() -> pd.DataFrame:
     return pd.read_csv(SALES)
-
-
-Call = Callable[..., Any]
-
-
-@pytest.fixture
-def artifacts() -> dict[str, Any]:
-    return {}
-
-
-@pytest.fixture
-def use(default: Workspace, artifacts: dict[str, Any], tmp_path: Path) -> Call:
-    """Call a tool of the pack as the executor does: arguments validated, context filled."""
-    context = ToolContext(
-        run_id="run",
-        session_id=None,
-        call_id="c1",
-        step=1,
-        scope=None,
-        add_session_tool=lambda _: None,
-        complete=_no_model,
-        artifacts=artifacts,
-        output_dir=tmp_path / "out",
-        deps=None,
-    )
-
-    def use(tool_name: str, /, **arguments: Any) -> Any:
-        tool = default.tools[tool_name]
-        values = dict(tool.args_model.model_validate(arguments))
-        assert tool.context_param is not None
-        return tool.fn(**values, **{tool.context_param: context})
-
-    return use
-
-
-async def _no_model(request: Any) -> str:
-    raise AssertionError("the analysis tools never ask the model")
 
 
 def png_size(path: Path) -> tuple[int, int]:

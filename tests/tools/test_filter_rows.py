@@ -9,15 +9,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from agentrt import ToolContext, ToolError, Workspace
+from agentrt import ToolError
+from tests.tools.conftest import Call
 
 ROOT = Path(__file__).resolve().parents[2]
 SALES = ROOT / "data" / "sales.csv"
-
-
-@pytest.fixture(scope="module")
-def default() -> Workspace:
-    return Workspace()
 
 
 @pytest.fixture(scope="module")
@@ -25,36 +21,9 @@ def sales() -> pd.DataFrame:
     return pd.read_csv(SALES, parse_dates=["date"])
 
 
-async def _no_model(request: Any) -> str:
-    raise AssertionError("no tool here asks the model")
-
-
 @pytest.fixture
-def artifacts() -> dict[str, Any]:
-    return {}
-
-
-@pytest.fixture
-def use(default: Workspace, artifacts: dict[str, Any], tmp_path: Path) -> Any:
-    context = ToolContext(
-        run_id="run",
-        session_id=None,
-        call_id="c1",
-        step=1,
-        scope=None,
-        add_session_tool=lambda _: None,
-        complete=_no_model,
-        artifacts=artifacts,
-        output_dir=tmp_path / "out",
-        deps=None,
-    )
-
-    def use(tool_name: str, /, **arguments: Any) -> Any:
-        tool = default.tools[tool_name]
-        values = dict(tool.args_model.model_validate(arguments))
-        assert tool.context_param is not None
-        return tool.fn(**values, **{tool.context_param: context})
-
+def use(use: Call) -> Call:
+    """The pack's tools, the sales data loaded."""
     use("load_dataset")
     return use
 
