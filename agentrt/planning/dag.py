@@ -63,6 +63,12 @@ async def run_dag(task: PlannerInput, strategy: DagStrategy) -> PlannerResult:
     return await dag.kernel.run(dag.run)
 
 
+PLAN_TEXT_CHARS = 600
+"""The longest `plan` text a grammar lets a model write: the 1.5B, unbounded, repeated one
+clause ("T7 searches for the town where …; T8 searches for …") until its token cap cut the
+plan, and asked to repair it, did so again (issue 24)."""
+
+
 def plan_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
     """The JSON schema plans are asked for under. `plan` comes first: the human-readable
     plan, written before the nodes as the model thinks it through.
@@ -75,7 +81,10 @@ def plan_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
     node = nodes[0] if len(nodes) == 1 else {"anyOf": nodes} if nodes else _node({}, {})
     return {
         "type": "object",
-        "properties": {"plan": {"type": "string"}, "nodes": {"type": "array", "items": node}},
+        "properties": {
+            "plan": {"type": "string", "maxLength": PLAN_TEXT_CHARS},
+            "nodes": {"type": "array", "items": node},
+        },
         "required": ["plan", "nodes"],
         "additionalProperties": False,
     }

@@ -67,14 +67,31 @@ class Instruction(BaseModel):
     parameters: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+THOUGHT_CHARS = 600
+"""The longest text a `reasoning` instruction's fields may hold under a grammar: the 1.5B,
+unbounded, went on reasoning until its token cap cut the program, three times (issue 24)."""
+
+
 def program_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
     """The JSON schema programs are asked for under (an object, which every server accepts).
 
     A `calling` instruction is one of the tools with that tool's own `tool_params`
     (`referable`: each may be a `${variable}`), as a `dag` node is: the outer shape alone let a
     small model call tools by names and with arguments it made up."""
-    others = {"type": "string", "enum": ["reasoning", "assign", "jmp"]}
-    instructions = [_instruction(others, {"type": "object"})]
+    thoughts = {
+        "type": "object",
+        "properties": {
+            "chain_of_thoughts": {"type": "string", "maxLength": THOUGHT_CHARS},
+            "dependency_analysis": {"type": "string", "maxLength": THOUGHT_CHARS},
+        },
+        "required": ["chain_of_thoughts", "dependency_analysis"],
+        "additionalProperties": False,
+    }
+    others = {"type": "string", "enum": ["assign", "jmp"]}
+    instructions = [
+        _instruction({"type": "string", "enum": ["reasoning"]}, thoughts),
+        _instruction(others, {"type": "object"}),
+    ]
     for t in tools:
         parameters = {
             "type": "object",

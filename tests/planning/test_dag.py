@@ -25,7 +25,7 @@ from agentrt import (
     Workspace,
 )
 from agentrt.models.base import for_llama_grammar
-from agentrt.planning.dag import plan_levels, plan_schema, validate_plan
+from agentrt.planning.dag import PLAN_TEXT_CHARS, plan_levels, plan_schema, validate_plan
 from tests.helpers import MakeAgent, check_stream, last, llama_accepts
 from tests.planning.plans import finish, node, plan, replan
 
@@ -60,6 +60,13 @@ class TestPlanSchema:
             node("T1", "teleport", to="Mars"),
         ):
             assert list(validator.iter_errors({"plan": "p", "nodes": [wrong]})), wrong
+
+    def test_the_plans_text_is_bounded(self, workspace: Workspace) -> None:
+        """A small model repeated one clause of it until its token cap cut the plan."""
+        validator = Draft202012Validator(self.schema(workspace))
+        nodes = [node("T1", "add", a=1, b=2)]
+        assert not list(validator.iter_errors({"plan": "x" * PLAN_TEXT_CHARS, "nodes": nodes}))
+        assert list(validator.iter_errors({"plan": "x" * (PLAN_TEXT_CHARS + 1), "nodes": nodes}))
 
     def test_an_argument_may_be_a_reference_to_a_result(self, workspace: Workspace) -> None:
         validator = Draft202012Validator(self.schema(workspace))

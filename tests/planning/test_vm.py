@@ -21,7 +21,7 @@ from agentrt import (
     Workspace,
 )
 from agentrt.models.base import for_llama_grammar
-from agentrt.planning.vm import program_schema, validate_program
+from agentrt.planning.vm import THOUGHT_CHARS, program_schema, validate_program
 from tests.helpers import MakeAgent, check_stream, last, llama_accepts
 from tests.planning.programs import assign, calling, jmp, program, reasoning, verdict
 
@@ -57,6 +57,8 @@ class TestProgramSchema:
             calling(1, "teleport", "out", to="Mars"),
         ):
             assert list(validator.iter_errors({"program": [reasoning(), wrong]})), wrong
+        long = reasoning(thoughts="x" * (THOUGHT_CHARS + 1))  # cut by a token cap, unbounded
+        assert list(validator.iter_errors({"program": [long]}))
         grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(schema)))
         assert llama_accepts(grammar, small_model_path)
 
