@@ -52,6 +52,9 @@ class DagPolicy(BaseModel):
     falls back to the `react` planner."""
     replans: int = Field(1, ge=0, le=5)
     """How often the run plans again (after the joiner asks, or a failure with `replan`)."""
+    max_nodes: int = Field(12, ge=1, le=200)
+    """The most nodes a plan may have under a grammar (the embedded model): the 1.5B wrote
+    the same search node over and over until its token cap cut the plan."""
     approve_plan: bool = False
     """A person approves each plan as a whole before any of its nodes runs: once it is valid,
     the run ends `needs_approval` listing its nodes; `agent.resume` with every node approved

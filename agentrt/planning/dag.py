@@ -69,7 +69,7 @@ clause ("T7 searches for the town where …; T8 searches for …") until its tok
 plan, and asked to repair it, did so again (issue 24)."""
 
 
-def plan_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
+def plan_schema(tools: Sequence[ToolDefinition], max_nodes: int = 12) -> dict[str, Any]:
     """The JSON schema plans are asked for under. `plan` comes first: the human-readable
     plan, written before the nodes as the model thinks it through.
 
@@ -83,7 +83,7 @@ def plan_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "plan": {"type": "string", "maxLength": PLAN_TEXT_CHARS},
-            "nodes": {"type": "array", "items": node},
+            "nodes": {"type": "array", "items": node, "maxItems": max_nodes},
         },
         "required": ["plan", "nodes"],
         "additionalProperties": False,
@@ -256,7 +256,7 @@ class _Dag:
         self.policy = strategy.dag
         self.tools = plan_tools(task)
         definitions = [t.definition for t in self.tools.values()]
-        self.schema = plan_schema(definitions)
+        self.schema = plan_schema(definitions, strategy.dag.max_nodes)
         self.messages = self.kernel.opening(task.prompt("dag.j2", definitions))
         self._definitions: list[ToolDefinition] = definitions
 

@@ -67,6 +67,10 @@ class TestPlanSchema:
         nodes = [node("T1", "add", a=1, b=2)]
         assert not list(validator.iter_errors({"plan": "x" * PLAN_TEXT_CHARS, "nodes": nodes}))
         assert list(validator.iter_errors({"plan": "x" * (PLAN_TEXT_CHARS + 1), "nodes": nodes}))
+        # ... and so was the same node, over and over: a plan has at most `dag.max_nodes`.
+        many = [node(f"T{i}", "add", a=1, b=2) for i in range(13)]
+        assert list(validator.iter_errors({"plan": "p", "nodes": many}))
+        assert not list(validator.iter_errors({"plan": "p", "nodes": many[:12]}))
 
     def test_an_argument_may_be_a_reference_to_a_result(self, workspace: Workspace) -> None:
         validator = Draft202012Validator(self.schema(workspace))
