@@ -70,6 +70,9 @@ class LocalModel:
     :param n_ctx: context window, in tokens
     :param n_threads: CPU threads for generation; 2 suits a 2-core machine
     :param max_tokens: most tokens one answer may take (a request's own `max_tokens` wins)
+    :param max_json_tokens: the same for a JSON step (a plan, a program, requirements), which
+        runs longer than a turn: a `dag` plan of a dozen nodes passes 512 tokens, and one cut
+        there is invalid, and cut again when repaired
     :param temperature: sampling temperature; 0 makes answers repeatable
     :param seed: sampling seed
     :param progress: called with (bytes done, bytes in all) while weights are joined, once
@@ -88,6 +91,7 @@ class LocalModel:
         n_ctx: int = 8192,
         n_threads: int = 2,
         max_tokens: int = 512,
+        max_json_tokens: int = 1536,
         temperature: float = 0.0,
         seed: int = 0,
         progress: Callable[[int, int], None] | None = None,
@@ -106,6 +110,7 @@ class LocalModel:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.max_tokens = max_tokens
+        self.max_json_tokens = max_json_tokens
         self.temperature = temperature
         self.seed = seed
         self.progress = progress
@@ -175,7 +180,8 @@ class LocalModel:
         kwargs: dict[str, Any] = {
             "messages": [_as_dict(m) for m in messages],
             "stream": True,
-            "max_tokens": request.max_tokens or self.max_tokens,
+            "max_tokens": request.max_tokens
+            or (self.max_tokens if request.json_schema is None else self.max_json_tokens),
             "temperature": self.temperature,
             "seed": self.seed,
         }

@@ -64,6 +64,16 @@ class TestLocalModelArguments:
         assert messages[-1]["content"].endswith("\n\n" + NUDGE)
         assert TOOL_RESULTS_NUDGE not in messages[-1]["content"]
 
+    def test_a_json_step_may_run_longer_than_a_turn(self, unloaded: LocalModel) -> None:
+        """A dag plan of a dozen nodes passes 512 tokens: cut there, it is invalid."""
+        step = ModelRequest(messages=CONVERSATION, json_schema={"type": "object"})
+        assert unloaded.completion_arguments(step)["max_tokens"] == unloaded.max_json_tokens
+        assert (
+            unloaded.completion_arguments(ModelRequest(messages=CONVERSATION))["max_tokens"] == 32
+        )
+        capped = step.model_copy(update={"max_tokens": 64})
+        assert unloaded.completion_arguments(capped)["max_tokens"] == 64
+
     def test_a_retry_is_sampled_not_greedily(self, unloaded: LocalModel) -> None:
         """At temperature 0 a repair would come back as the answer it was asked to repair."""
         first = unloaded.completion_arguments(ModelRequest(messages=CONVERSATION))
