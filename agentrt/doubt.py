@@ -82,6 +82,8 @@ class CallTally:
             nor an error message): only whether it rests on a result is judged
         :param ending: the tools whose call ends the run or asks the user (a `finish`): their
             calls give the answer, not results for it to rest on, and are not counted
+        :param needed: the tools an answer must rest on (a strategy's `answer_needs`): with
+            none of their calls successful, the answer is in doubt whatever else succeeded
         """
         if answer is not None and holds_tool_call(answer):
             return "raw_tool_call"
