@@ -30,6 +30,7 @@ __all__ = [
     "ReactStrategy",
     "Strategy",
     "Template",
+    "ToolTurns",
     "VmPolicy",
     "VmStrategy",
     "load_strategies",
@@ -221,7 +222,7 @@ class _StrategyBase(BaseModel):
     """The prompt file (in `prompts/`) with this strategy's instructions."""
 
 
-class _ToolTurns(_StrategyBase):
+class ToolTurns(_StrategyBase):
     """A strategy whose model calls tools turn by turn (or falls back to doing so): which
     tools retrieval adds, and what the model is told after their results."""
 
@@ -240,10 +241,13 @@ class _ToolTurns(_StrategyBase):
     after: dict[str, list[str]] = {}
     """Tools that need another's result, e.g. `{run_sql: [ground_schema]}`: a `run_sql` written
     in the same reply as a `ground_schema` before it (whose result it cannot have read, so its
-    table names are guesses) is not run; the model is told to read that result first."""
+    table names are guesses) is not run; the model is told to read that result first. A tool
+    another one needs ends its turn (guard `awaits_result`): what the model writes after its
+    call is not read, so the next turn starts from that result."""
     answer_needs: list[str] = []
-    """Tools an answer must rest on, e.g. `[run_sql]` for a database copilot: an `ok` run with
-    no successful call of any of them has its answer in doubt (`run_finished.doubt`
+    """Tools an answer must rest on, e.g. `[run_sql]` for a database copilot: an answer written
+    before any of them succeeded is sent back (twice at most, while the step budget
+    lasts; guard `unfounded_answer`), then taken with its doubt (`run_finished.doubt`
     `tools_failed`), whatever other calls succeeded (a schema read, a chart). Empty: an answer
     is in doubt only when the run called tools and none succeeded."""
     results_nudge: str | None = Field(None, min_length=1, max_length=500)
@@ -253,13 +257,13 @@ class _ToolTurns(_StrategyBase):
     own says so here."""
 
 
-class ReactStrategy(_ToolTurns):
+class ReactStrategy(ToolTurns):
     """Stream a turn, run each tool call the moment it closes, repeat."""
 
     planner: Literal["react"] = "react"
 
 
-class DagStrategy(_ToolTurns):
+class DagStrategy(ToolTurns):
     """Plan a graph of tool calls, run each node when its dependencies finish."""
 
     planner: Literal["dag"]
@@ -269,7 +273,7 @@ class DagStrategy(_ToolTurns):
     dag: DagPolicy = Field(default_factory=DagPolicy)
 
 
-class VmStrategy(_ToolTurns):
+class VmStrategy(ToolTurns):
     """Write a StackVM program, check it, run it over a variable store."""
 
     planner: Literal["vm"]

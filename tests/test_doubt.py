@@ -227,7 +227,8 @@ async def test_evaluation_counts_an_answer_in_doubt_as_failed(tmp_path: Path) ->
 
 async def test_a_strategys_answer_needs_reach_the_run(make_agent: MakeAgent) -> None:
     """The test workspace's `sequenced` strategy needs an `add` behind its answers."""
-    echoed = [call("echo", text="2"), "The sum is 2."]
+    # Sent back twice (`unfounded_answer`), then taken with its doubt.
+    echoed = [call("echo", text="2"), *["The sum is 2."] * 3]
     added = [call("add", a=1, b=1), "The sum is 2."]
     for turns, strategy, doubt in (
         (echoed, "sequenced", "tools_failed"),

@@ -26,7 +26,7 @@ async def run_planner(
     # The other planners' modules are imported by the first run that uses them: most programs
     # use `react` only, and importing the other three costs every `import agentrt` ~10 ms.
     if isinstance(strategy, ReactStrategy):
-        return await run_react(task, strategy.results_nudge, strategy.after)
+        return await run_react(task, strategy)
     if isinstance(strategy, DagStrategy):
         from agentrt.planning.dag import run_dag
 

@@ -535,7 +535,7 @@ class _Dag:
 
     async def _fall_back(self, reason: str) -> PlannerResult:
         self.ctx.emit(PlannerFallbackEvent, planner="dag", to="react", reason=reason)
-        return await run_react(self.task, self.strategy.results_nudge, self.strategy.after)
+        return await run_react(self.task, self.strategy)
 
 
 def _describe(errors: Sequence[Any]) -> str:

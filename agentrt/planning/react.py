@@ -55,6 +55,7 @@ from agentrt.parsing import (
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Kernel
 from agentrt.run import ContentChunk, fold_tool_calls
+from agentrt.strategy import ToolTurns
 
 __all__ = ["run_react"]
 
@@ -70,20 +71,25 @@ LOOP_NUDGE = (
     "You have made the same call ({call}) {times} times; its result is above and will not "
     "change. Answer the question now, in plain text, from the results you have."
 )
+ANSWER_PUSHBACKS = 2
+"""The times an answer written before any of the strategy's `answer_needs` tools succeeded is
+sent back. The 1.5B copilot answered "$100 per night" once its query had been refused, with
+no query run (issue 24): told so, a model gets to run one; past this, the answer is taken (and
+`run_finished.doubt` says it rests on nothing)."""
+UNFOUNDED_NUDGE = (
+    "Not answered yet: an answer must rest on the result of {tools}, and no such call has "
+    "succeeded. Call {first} now (if it failed, read its error and fix the call), then answer "
+    "from its result."
+)
 
 
-async def run_react(
-    task: PlannerInput,
-    results_nudge: str | None = None,
-    after: Mapping[str, Sequence[str]] | None = None,
-) -> PlannerResult:
+async def run_react(task: PlannerInput, rules: ToolTurns | None = None) -> PlannerResult:
     """Run `task` turn by turn.
 
-    :param results_nudge: what a model that takes tool results as text is told after them
-        (None: the model's default)
-    :param after: the tools whose results a tool needs (the strategy's `after`)
+    :param rules: the strategy's rules for turns (`results_nudge`, `after`, `answer_needs`);
+        None for a planner's fallback that has none
     """
-    run = _ReAct(task, results_nudge, after or {})
+    run = _ReAct(task, rules)
     result = await run.kernel.run(run.run)
     result.messages = run.messages[run.start :]
     return result
@@ -92,14 +98,18 @@ async def run_react(
 class _ReAct:
     """One run of the planner: the conversation, and the parsers its turns share."""
 
-    def __init__(
-        self, task: PlannerInput, results_nudge: str | None, after: Mapping[str, Sequence[str]]
-    ) -> None:
+    def __init__(self, task: PlannerInput, rules: ToolTurns | None) -> None:
         self.task = task
         self.ctx = task.ctx
         self.kernel = Kernel(task)
-        self.results_nudge = results_nudge or TOOL_RESULTS_NUDGE
-        self.after = after
+        self.results_nudge = (rules and rules.results_nudge) or TOOL_RESULTS_NUDGE
+        self.after: Mapping[str, Sequence[str]] = rules.after if rules else {}
+        self.awaited = frozenset(n for needs in self.after.values() for n in needs)
+        """Tools another one needs the result of: a call of one ends its turn."""
+        self.answer_needs: Sequence[str] = rules.answer_needs if rules else ()
+        self._founded = not self.answer_needs
+        """An answer may be taken: one of `answer_needs` succeeded (or none is named)."""
+        self._pushbacks = 0
         # One parser and assembler serve every turn: each starts afresh after `close()`.
         self.assembler = NativeToolCallAssembler()
         self.messages = self.kernel.opening("")
@@ -135,6 +145,12 @@ class _ReAct:
             ended = next((o for o in turn.outcomes if o.ends_run or o.asks_user), None)
             if ended is not None and self._finished_too_early(turn, ended):
                 ended = None
+            self._founded = self._founded or any(
+                o.status == "ok" and o.name in self.answer_needs for o in turn.outcomes
+            )
+            if ended is not None and ended.ends_run and self._unfounded(step, ended.call_id):
+                ended.observation = self._unfounded_nudge()
+                ended = None
             self._remember(turn)
             if any(o.pending for o in turn.outcomes):
                 # The turn's other calls ran; the held ones wait for a person (`agent.resume`).
@@ -147,9 +163,10 @@ class _ReAct:
                 return kernel.result("ok", str(ended.output))
             if not turn.outcomes:
                 answer = "".join(turn.visible).strip()
-                if answer:
+                if answer and not self._unfounded(step, f"answer_{step}"):
                     return kernel.result("ok", answer)
-                self.messages.append(Message(role="user", content=EMPTY_TURN_NUDGE))
+                nudge = self._unfounded_nudge() if answer else EMPTY_TURN_NUDGE
+                self.messages.append(Message(role="user", content=nudge))
         return kernel.result("budget_exhausted")
 
     def _remember(self, turn: _Turn) -> None:
@@ -176,6 +193,27 @@ class _ReAct:
             self._made[call] += 1
             if self._made[call] == REPEATS_BEFORE_ANSWER:
                 self._loop_nudge = LOOP_NUDGE.format(call=call, times=REPEATS_BEFORE_ANSWER)
+
+    def _unfounded(self, step: int, call_id: str) -> bool:
+        """An answer now would rest on none of `answer_needs` and may still be sent back (a
+        pushback left, and a step for the model to act on it): it is, and said so."""
+        if self._founded or self._pushbacks >= ANSWER_PUSHBACKS or not self.kernel.budget_left:
+            return False
+        self._pushbacks += 1
+        self.ctx.emit(
+            GuardEvent,
+            step=step,
+            call_id=call_id,
+            kind="unfounded_answer",
+            detail=f"an answer before any call of {', '.join(self.answer_needs)} succeeded: "
+            "sent back",
+        )
+        return True
+
+    def _unfounded_nudge(self) -> str:
+        return UNFOUNDED_NUDGE.format(
+            tools=" or ".join(self.answer_needs), first=self.answer_needs[0]
+        )
 
     def _finished_too_early(self, turn: _Turn, ended: ToolOutcome) -> bool:
         """A model that finishes in the same turn as it calls other tools answers before it has
@@ -213,12 +251,12 @@ class _ReAct:
             turn = _Turn(self, step, Batch(self.task.executor, tg))
             stream = ctx.stream(request, step=step)
             try:
-                looping = False
+                cut = False
                 async for chunk in stream:
-                    looping = turn.read(chunk)
-                    if looping:
+                    cut = turn.read(chunk)
+                    if cut:
                         break
-                if looping:
+                if cut:
                     # Cut off mid-answer, the model sends no usage: count what it wrote.
                     turn.usage = Usage(completion_tokens=len(stream.raw) + len(turn.native))
                     self._discard()
@@ -275,7 +313,7 @@ class _Turn:
         return [o for o in self.batch.outcomes if o is not None]
 
     def read(self, chunk: ContentChunk) -> bool:
-        """Take one chunk of the model's stream; True when the model is looping and must stop."""
+        """Take one chunk of the model's stream; True when the turn ends here (`dispatch`)."""
         run = self.run
         if isinstance(chunk, TextChunk):
             self.content.append(chunk.text)
@@ -293,8 +331,9 @@ class _Turn:
         return False
 
     def dispatch(self, pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:
-        """Show the text and start the calls among `pieces`; True when a call repeats one
-        already written in this turn: the model is looping."""
+        """Show the text and start the calls among `pieces`; True when the turn ends here: a
+        call repeats one already written in it (the model is looping), or is one whose result
+        another tool needs (what the model writes next would guess at that result)."""
         ctx = self.run.ctx
         for piece in pieces:
             if isinstance(piece, TextPiece):
@@ -330,7 +369,24 @@ class _Turn:
                 piece, step=self.step, call_id=call_id, arguments_json=arguments_json
             )
             self.batch.add(admitted)
+            if isinstance(piece, CallPiece) and piece.name in self.run.awaited:
+                self._end_at(piece)
+                ctx.emit(
+                    GuardEvent,
+                    step=self.step,
+                    call_id=call_id,
+                    kind="awaits_result",
+                    detail=f"other tools need {piece.name}'s result: the turn ends at this call",
+                )
+                return True
         return False
+
+    def _end_at(self, piece: CallPiece) -> None:
+        """Keep the turn's text only up to the end of `piece`: a chunk may carry more."""
+        text = "".join(self.content)
+        end = text.rfind(piece.raw) if piece.format != "native" else -1
+        if end >= 0:
+            self.content = [text[: end + len(piece.raw)]]
 
     def _needed_first(self, piece: CallPiece | InvalidPiece) -> list[str]:
         """The tools called earlier in this turn whose results `piece` needs (`after`)."""

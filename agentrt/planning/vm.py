@@ -338,7 +338,7 @@ class _Vm:
             return kernel.result("budget_exhausted")
         reason = f"no valid program after {kernel.steps} attempt(s)"
         self.ctx.emit(PlannerFallbackEvent, planner="vm", to="react", reason=reason)
-        return await run_react(self.task, self.strategy.results_nudge, self.strategy.after)
+        return await run_react(self.task, self.strategy)
 
     async def _write(self, attempt: int, *, retry: int) -> tuple[str, list[Instruction], list[str]]:
         """Ask for the program (one model call) and check it.

@@ -311,12 +311,14 @@ class TestSideEffectsOnce:
 
 
 class TestNeedsResult:
-    """A strategy's `after`: a call written in the same reply as one whose result it needs."""
+    """A strategy's `after` and `answer_needs` (the test workspace's `sequenced` strategy: `add`
+    needs `echo`'s result, and an answer needs an `add`)."""
 
-    async def test_a_call_after_what_it_needs_waits_a_turn(self, make_agent: MakeAgent) -> None:
+    async def test_a_call_others_need_ends_its_turn(self, make_agent: MakeAgent) -> None:
+        """What the model writes after it (an `add` guessing at the echo) is never read."""
         agent = make_agent(
             [
-                call("echo", text="2") + "\n" + call("add", a=1, b=1),
+                call("echo", text="2") + "\n" + call("add", a=1, b=1) + "\nThe sum is 2.",
                 call("add", a=1, b=2),
                 "3",
             ]
@@ -324,9 +326,25 @@ class TestNeedsResult:
         events = [e async for e in agent.run("Go", strategy="sequenced")]
         check_stream(events)
         (guard,) = [e for e in events if isinstance(e, GuardEvent)]
-        assert (guard.kind, guard.call_id) == ("needs_result", "call_1_2")
+        assert (guard.kind, guard.call_id) == ("awaits_result", "call_1_1")
         ran = [(e.name, e.step) for e in events if isinstance(e, ToolFinishedEvent)]
-        assert ran == [("echo", 1), ("add", 2)]  # the first add never ran
+        assert ran == [("echo", 1), ("add", 2)]  # the first add was never read
+        history = agent.model.requests[1].messages  # type: ignore[attr-defined]
+        (reply,) = [m for m in history if m.role == "assistant"]
+        assert reply.content.endswith("</tool_call>")
+        assert '"add"' not in reply.content
+        assert last(events).answer == "3"
+
+    async def test_a_call_after_an_invalid_one_it_needs_is_not_run(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """An echo written wrongly gives no result either: the add after it waits a turn."""
+        broken = '<tool_call>\n{"name": "echo", "arguments": [2]}\n</tool_call>'
+        agent = make_agent([broken + "\n" + call("add", a=1, b=1), call("add", a=1, b=2), "3"])
+        events = [e async for e in agent.run("Go", strategy="sequenced")]
+        check_stream(events)
+        (guard,) = [e for e in events if isinstance(e, GuardEvent)]
+        assert (guard.kind, guard.call_id) == ("needs_result", "call_1_2")
         told = agent.model.requests[1].messages[-1].content  # type: ignore[attr-defined]
         assert "Not run: you called add in the same reply as echo" in told
         assert last(events).answer == "3"
@@ -334,8 +352,42 @@ class TestNeedsResult:
     async def test_in_the_other_order_both_run(self, make_agent: MakeAgent) -> None:
         agent = make_agent([call("add", a=1, b=1) + "\n" + call("echo", text="2"), "done"])
         events = [e async for e in agent.run("Go", strategy="sequenced")]
-        assert not [e for e in events if isinstance(e, GuardEvent)]
+        kinds = [e.kind for e in events if isinstance(e, GuardEvent)]
+        assert kinds == ["awaits_result"]  # the echo ends the turn; nothing came after it
         assert sorted(e.name for e in events if isinstance(e, ToolFinishedEvent)) == ["add", "echo"]
+
+    @pytest.mark.parametrize("ending", ["The sum is 2.", call("finish", answer="The sum is 2.")])
+    async def test_an_answer_before_a_needed_call_succeeded_is_sent_back(
+        self, make_agent: MakeAgent, ending: str
+    ) -> None:
+        """In text or by `finish`, the model is told to call `add` first, and does."""
+        agent = make_agent([ending, call("add", a=1, b=1), "The sum is 2."])
+        events = [e async for e in agent.run("1 + 1?", strategy="sequenced")]
+        check_stream(events)
+        (guard,) = [e for e in events if isinstance(e, GuardEvent)]
+        assert guard.kind == "unfounded_answer"
+        told = agent.model.requests[1].messages[-1].content  # type: ignore[attr-defined]
+        assert "Not answered yet: an answer must rest on the result of add" in told
+        end = last(events)
+        assert (end.status, end.answer, end.doubt) == ("ok", "The sum is 2.", None)
+
+    async def test_twice_sent_back_the_answer_is_taken_with_its_doubt(
+        self, make_agent: MakeAgent
+    ) -> None:
+        agent = make_agent(["It is 2.", "Still 2.", "2, really."])
+        events = [e async for e in agent.run("1 + 1?", strategy="sequenced")]
+        kinds = [e.kind for e in events if isinstance(e, GuardEvent)]
+        assert kinds == ["unfounded_answer", "unfounded_answer"]
+        end = last(events)
+        assert (end.status, end.answer, end.doubt) == ("ok", "2, really.", "tools_failed")
+
+    async def test_no_answer_is_sent_back_on_the_last_step(self, make_agent: MakeAgent) -> None:
+        """With no step left to act on it, the answer is taken (and doubted), not lost."""
+        agent = make_agent([call("echo", text="a")] * 3 + ["It is 2."])
+        events = [e async for e in agent.run("1 + 1?", strategy="sequenced")]
+        assert "unfounded_answer" not in [e.kind for e in events if isinstance(e, GuardEvent)]
+        end = last(events)
+        assert (end.status, end.answer, end.doubt) == ("ok", "It is 2.", "tools_failed")
 
 
 class TestRepeatedCalls:
