@@ -507,6 +507,10 @@ class CoverageEvent(EventBase):
     restored: list[str] = Field(default_factory=list)
     """Steps of the plan before the model's changes put back, because they covered a
     requirement the changed plan misses."""
+    added: list[str] = Field(default_factory=list)
+    """Steps the check put in itself, from the workspace's templates, for requirements no step
+    covered: before the model's changes (`attempt` 0, with `removed` the steps no requirement
+    justified), and once the model had its retry."""
 
 
 class RepairEvent(EventBase):

@@ -158,7 +158,8 @@ async def test_missing_coverage_gets_one_retry_with_the_exact_payload(
 async def test_grouping_after_the_chart_does_not_count(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:
-    """group_by is met only by an aggregate that precedes plotting."""
+    """group_by is met only by an aggregate that precedes plotting; when the model's plan has
+    none after its retry, the check adds one where it counts."""
     move = {
         "changes": [
             {"op": "remove", "step": "totals"},
@@ -172,18 +173,24 @@ async def test_grouping_after_the_chart_does_not_count(
             },
         ]
     }
-    answer = "Revenue by region and product type is in the table."
-    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, move, move, answer)
-    assert [c.missing for c in of(events, CoverageEvent)][:2] == [
-        ["group_by=[region, product_category]"],
-        ["group_by=[region, product_category]"],
+    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, move, move)
+    coverage = [(c.attempt, c.missing, c.added) for c in of(events, CoverageEvent)]
+    assert coverage == [
+        (1, ["group_by=[region, product_category]"], []),
+        (2, ["group_by=[region, product_category]"], []),
+        # The model did not mend it: the check puts the template's grouping before the chart.
+        (3, [], ["totals_2"]),
     ]
-    # No plan covers it: the run goes on turn by turn over the strategy's tools instead.
-    (fallback,) = of(events, PlannerFallbackEvent)
-    assert (fallback.planner, fallback.to) == ("pipeline", "react")
-    assert fallback.reason == "no plan covers the question: group_by=[region, product_category]"
-    assert called(events) == ["load_dataset"]  # nothing of an uncovered plan ran
-    assert (last(events).status, last(events).answer) == ("ok", answer)
+    assert not of(events, PlannerFallbackEvent)
+    assert called(events) == [
+        "load_dataset",
+        "parse_datetime",
+        "aggregate",
+        "plot_line",
+        "aggregate",
+        "save_dataframe",
+    ]
+    assert last(events).status == "ok"
 
 
 async def test_unjustified_steps_are_named_then_removed(

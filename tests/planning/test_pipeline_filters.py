@@ -1,7 +1,8 @@
 """The `pipeline` planner's filters and safe repairs (issue 24 point 3): the three questions a
 user asks next of the bundled sales data are each planned, covered and computed right (the
 numbers checked against pandas); what the question gives no cue for is dropped, not
-demanded; a filter the data cannot serve is a problem the model is shown, with what exists."""
+demanded; a filter the data cannot serve is a problem the model is shown, with what exists; a
+requirement no step covers gets the step a template has for it, from the planner itself."""
 
 from __future__ import annotations
 
@@ -266,7 +267,6 @@ async def test_what_the_0_5b_model_read_into_the_2024_question_is_dropped(
         intent("comparative"),
         read,
         NO_CHANGE,
-        NO_CHANGE,
     )
     end = last(events)
     assert end.status == "ok", end.error
@@ -282,7 +282,9 @@ async def test_what_the_0_5b_model_read_into_the_2024_question_is_dropped(
         "filters",
         "outputs.table",
     ]
-    assert of(events, CoverageEvent)[-1].removed == ["chart"]
+    # The chart serves nothing asked: taken out before the model sees the plan.
+    first = of(events, CoverageEvent)[0]
+    assert (first.attempt, first.removed, first.added) == (0, ["chart"], [])
     assert called(events) == ["load_dataset", "filter_rows", "aggregate", "save_dataframe"]
     truth = sales[sales.date.dt.year == 2024].groupby("region")["revenue"].sum()
     for region, total in truth.items():
@@ -670,3 +672,60 @@ def test_a_name_around_one_column_is_that_column(name: str, column: str | None) 
     found, notes = columns_in_names(r, columns)
     assert found.metrics == [column or name]
     assert notes == ([f"metrics: {name!r} is the column {column!r}"] if column else [])
+
+
+# ── the plan completed by the planner ──────────────────────────────────────────────────
+
+
+async def test_a_total_asked_over_the_summary_template_is_completed(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's reading of "What's the total revenue across the whole dataset?": the summary
+    template and a total; it proposed summary statistics three times and the run fell back
+    to react, which answered an invented figure. The check adds the templates' aggregate and
+    a chart before the model is asked, and the total is in the answer."""
+    read = asked(analysis=["total"])
+    question = "What's the total revenue across the whole dataset?"
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("summary"), read, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    first = of(events, CoverageEvent)[0]
+    assert (first.attempt, first.ok, first.added) == (0, True, ["totals", "chart"])
+    assert not of(events, PlannerFallbackEvent)
+    assert len([r for r in model.requests if r.purpose == "adapt"]) == 1
+    calls = {e.call_id: e for e in of(events, ToolCallEvent)}
+    # The histogram a template draws of the dataset reads the dataset, not the one total.
+    assert calls["step.chart"].arguments["data"] == "data"
+    assert calls["step.totals"].name == "aggregate"
+    assert outputs(events)["step.totals"]["head"] == [{"revenue": round(sales.revenue.sum(), 2)}]
+    assert str(round(sales.revenue.sum(), 2)) in (end.answer or "")
+
+
+async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """A chart of a summary that names no metric: every template's chart plots a metric, a
+    grouping or a date the requirements leave empty; nothing is invented, the plan is not
+    covered, and the run goes on turn by turn."""
+    read = asked(metrics=[], analysis=["summary"], outputs=["chart"])
+    events, _ = await run(
+        default_workspace,
+        tmp_path,
+        "summarise it in a chart",
+        intent("summary"),
+        read,
+        NO_CHANGE,
+        NO_CHANGE,
+        "Which figures should I chart?",
+    )
+    coverage = [(c.attempt, c.missing, c.added) for c in of(events, CoverageEvent)]
+    assert coverage == [
+        (1, ["outputs.chart"], []),
+        (2, ["outputs.chart"], []),
+        (3, ["outputs.chart"], []),
+    ]
+    (fallback,) = of(events, PlannerFallbackEvent)
+    assert fallback.to == "react"
+    assert "Which figures should I chart?" in (last(events).answer or "")

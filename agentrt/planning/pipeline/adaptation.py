@@ -18,6 +18,7 @@ __all__ = [
     "Change",
     "apply_changes",
     "bind",
+    "fill",
     "filter_params",
     "is_placeholder",
     "restore",
@@ -67,7 +68,7 @@ def bind(template: Template, requirements: Requirements) -> list[PipelineStep]:
     for step in template.steps:
         params: dict[str, JsonValue] = {}
         for key, value in step.params.items():
-            filled = _fill(value, requirements)
+            filled = fill(value, requirements)
             if filled is not None and filled != []:
                 params[key] = filled
         steps.append(step.model_copy(update={"params": params}))
@@ -106,7 +107,9 @@ def with_filter(
     return [*plan[:at], step, *plan[at:]]
 
 
-def _fill(value: JsonValue, r: Requirements) -> JsonValue:
+def fill(value: JsonValue, r: Requirements) -> JsonValue:
+    """`value` with its placeholder filled from `r`: None (or `[]`) when `r` has no value
+    for it."""
     if not isinstance(value, str):
         return value
     match = PLACEHOLDER.match(value)

@@ -4,8 +4,11 @@ checks, not the model, hold the line.
     load the dataset ─► intent (JSON) ─► template ─► requirements (JSON, closed labels)
         ─► drop what the question has no cue for ─► hold columns and filters to the data
         ─► narrow tools (template ∪ retrieved per requirement ∪ safety)
-        ─► bind the template to the requirements (+ a filter step) ─► adaptation (JSON changes)
+        ─► bind the template to the requirements (+ a filter step)
+        ─► complete it: steps nothing asked for out, a template's step in for each requirement
+           no step covers ─► adaptation (JSON changes)
         ─► coverage gate (registry/capabilities.yaml) ─► retry with the exact payload
+        ─► still uncovered: complete it again, or fall back to `react`
         ─► execute step by step, with safe repairs logged; semantic ones refused → replan
 
 The model answers three narrow questions under JSON schemas: which template, what the
@@ -14,9 +17,10 @@ the template's placeholders, dropping analysis, groupings and filters the questi
 cue for (dropped, never demanded), filtering the rows the question names before anything
 reads them, checking that every requirement has a step and every step a requirement (group_by
 by an aggregate before any plot, trends by a time-aware step, filters by a step that keeps
-exactly their rows), removing unjustified steps, repairing what is safe to
-repair (a missing data handle, a column's casing, a parameter the template had), refusing what
-would change the analysis (a metric, a grouping, a grain).
+exactly their rows), removing unjustified steps, adding the step a template has for a
+requirement no step covers (the model is asked to change a plan that passes), repairing what
+is safe to repair (a missing data handle, a column's casing, a parameter the template had),
+refusing what would change the analysis (a metric, a grouping, a grain).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from agentrt.planning.pipeline.adaptation import (
     restore,
     with_filter,
 )
+from agentrt.planning.pipeline.completion import complete
 from agentrt.planning.pipeline.coverage import Coverage, check_coverage
 from agentrt.planning.pipeline.repair import Refusal, Repairs
 from agentrt.planning.pipeline.requirements import (
@@ -125,6 +130,8 @@ class _Pipeline:
         self.protocol = vocabulary.dataset
         self.safety = self.policy.safety if self.policy.safety is not None else vocabulary.safety
         self.repairs = Repairs(self.ctx, task.tools, self.templates, vocabulary)
+        self.template: Template | None = None
+        """The template of the question's intent, once chosen."""
 
     async def run_or_fall_back(self) -> PlannerResult:
         """`run`; when no plan covers the question or none could run, the run goes on turn by
@@ -139,7 +146,7 @@ class _Pipeline:
 
     async def run(self) -> PlannerResult:
         dataset = await self._load()
-        template = await self._intent(dataset)
+        template = self.template = await self._intent(dataset)
         requirements = await self._requirements(dataset) if template is not None else None
         if template is None or requirements is None:
             return self.kernel.result("budget_exhausted")
@@ -299,13 +306,16 @@ class _Pipeline:
         steps: list[PipelineStep],
         payload: str | None = None,
     ) -> list[PipelineStep] | None:
-        """Let the model change the plan, and hold the result to the gate: retries carry the
-        exact payload; then steps no requirement justifies are removed, removed steps that
-        covered a requirement are put back, and a requirement still uncovered fails the run.
-        None when the budget is spent."""
+        """Complete the plan, let the model change it, and hold the result to the gate:
+        retries carry the exact payload; then steps no requirement justifies are removed,
+        removed steps that covered a requirement are put back, the plan is completed again,
+        and a requirement still uncovered fails the run. None when the budget is spent."""
         load = self.protocol.step
         if not steps or steps[0].id != load:
             steps = [self._load_step(), *(s for s in steps if s.id != load)]
+        steps, removed, added = self._complete(steps, requirements, offered)
+        if removed or added:
+            self._emit_coverage(0, self._coverage(steps, requirements, offered), removed, [], added)
         before = steps
         tools = self.task.tools
         for attempt in range(1, self.policy.adaptations + 1):
@@ -342,8 +352,9 @@ class _Pipeline:
         removed = [s.id for s in steps if s.id in final.unjustified or s.tool not in offered]
         steps = [s for s in steps if s.id not in removed]
         steps, restored = restore(steps, before, requirements.labels(), final.covered)
+        steps, _, added = self._complete(steps, requirements, offered)
         final = self._coverage(steps, requirements, offered)
-        self._emit_coverage(self.policy.adaptations + 1, final, removed, restored)
+        self._emit_coverage(self.policy.adaptations + 1, final, removed, restored, added)
         if final.missing:
             msg = f"no plan covers the question: {', '.join(final.missing)}"
             raise PipelineFailed(msg)
@@ -354,12 +365,48 @@ class _Pipeline:
     ) -> Coverage:
         return check_coverage(steps, requirements, self.registry, offered, self.vocabulary)
 
+    def _complete(
+        self, steps: Sequence[PipelineStep], r: Requirements, offered: list[str]
+    ) -> tuple[list[PipelineStep], list[str], list[str]]:
+        """`complete`, from the intent's template first; a tool a step it adds uses joins
+        `offered` (retrieval may have missed it, as the capability fill-in of `_narrow` would
+        not: another offered tool serves the label, with a placeholder left empty)."""
+        chosen = [self.template] if self.template is not None else []
+        others = [self.templates[n] for n in sorted(self.templates)]
+        plan, removed, added = complete(
+            steps,
+            r,
+            [*chosen, *(t for t in others if t not in chosen)],
+            self.registry,
+            set(self.task.tools),
+            lambda plan: self._coverage(plan, r, offered),
+        )
+        offered.extend(dict.fromkeys(s.tool for s in plan if s.tool not in offered))
+        return [self._on_dataset(s) if s.id in added else s for s in plan], removed, added
+
+    def _on_dataset(self, step: PipelineStep) -> PipelineStep:
+        """A template step that names no frame reads the loaded dataset in its template (those
+        meaning a result name it: `data: totals`); added to another plan, it must say so, or
+        the repair of a missing handle would give it the frame made just before (a histogram
+        of one total)."""
+        tool = self.task.tools.get(step.tool)
+        frame = self.repairs.dataset_frame
+        if (
+            tool is None
+            or frame is None
+            or "data" not in tool.args_model.model_fields
+            or "data" in step.params
+        ):
+            return step
+        return step.model_copy(update={"params": {**step.params, "data": frame}})
+
     def _emit_coverage(
         self,
         attempt: int,
         c: Coverage,
         removed: list[str] | None = None,
         restored: list[str] | None = None,
+        added: list[str] | None = None,
     ) -> None:
         self.ctx.emit(
             CoverageEvent,
@@ -370,6 +417,7 @@ class _Pipeline:
             unjustified=c.unjustified,
             removed=removed or [],
             restored=restored or [],
+            added=added or [],
         )
 
     # ── deterministic parts ─────────────────────────────────────────────────────────────

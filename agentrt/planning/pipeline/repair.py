@@ -56,6 +56,8 @@ class Repairs:
         self.frames: dict[str, list[str]] = {}
         """Data frames the steps made so far, by name: their columns."""
         self.last_frame: str | None = None
+        self.dataset_frame: str | None = None
+        """The frame the dataset was loaded as (the first one remembered)."""
 
     def remember(self, output: Mapping[str, JsonValue]) -> None:
         """Note the frame a step's result says it made."""
@@ -64,6 +66,7 @@ class Repairs:
         if isinstance(name, str) and isinstance(columns, dict | list):
             self.frames[name] = [str(c) for c in columns]
             self.last_frame = name
+            self.dataset_frame = self.dataset_frame or name
 
     def repair(
         self, step: PipelineStep, params: dict[str, JsonValue]
