@@ -49,6 +49,7 @@ from agentrt.analysis.frames import (
     output_path,
     parse_dates,
     read_frame,
+    remember_source,
     require_columns,
     require_numeric,
 )
@@ -113,6 +114,7 @@ def load_dataset(
     except Exception as exc:
         raise ToolError(f"cannot read {path} as {kind}: {exc}") from None
     ctx.artifacts[name] = frame
+    remember_source(ctx, source, name)
     result = _describe(name, frame) | {"source": str(path), "format": kind}
     if table is not None:
         result["table"] = table

@@ -40,6 +40,7 @@ __all__ = [
     "output_path",
     "parse_dates",
     "read_frame",
+    "remember_source",
     "require_columns",
     "require_numeric",
 ]
@@ -85,10 +86,26 @@ def import_pandas() -> ModuleType:
         raise ToolError(f"the analysis tools need pandas: {INSTALL}") from None
 
 
+_SOURCES = "agentrt.analysis.sources"
+"""The artifact that maps the datasets loaded in a run to the frames they were loaded as."""
+
+
+def remember_source(ctx: ToolContext, source: str, name: str) -> None:
+    """Note that the dataset `source` ("sales", "data/sales.csv") was loaded as the frame
+    `name`: a tool given the dataset's name for the frame reads it (`read_frame`)."""
+    sources = ctx.artifacts.setdefault(_SOURCES, {})
+    sources[Path(source.strip()).stem] = name
+
+
 def read_frame(ctx: ToolContext, data: str) -> pd.DataFrame:
-    """The frame the run keeps under the name `data`."""
+    """The frame the run keeps under the name `data`, or the one the dataset named `data` was
+    loaded as: models name the frame after its dataset (`data: "sales"` for the frame `data`
+    that `load_dataset(source="sales")` made, the 1.5B in every react run of issue 24)."""
     pd = import_pandas()
     frame = ctx.artifacts.get(data)
+    if frame is None:
+        loaded = ctx.artifacts.get(_SOURCES, {}).get(Path(data.strip()).stem)
+        frame = ctx.artifacts.get(loaded) if loaded is not None else None
     if isinstance(frame, pd.DataFrame):
         return frame
     frames = [k for k, v in ctx.artifacts.items() if isinstance(v, pd.DataFrame)]

@@ -76,6 +76,11 @@ class ModelRequest(BaseModel):
     """With `tools`: whether a backend that can (the embedded model) constrains the answer to
     text or valid calls of them (`AgentSettings.constrain_tools`); `auto` leaves it to the
     backend. Others ignore it."""
+    must_call: list[str] = Field(default_factory=list)
+    """With `tools`: the answer must be a call of one of these (of `tools`), where the backend
+    can hold it to that: the embedded model by grammar (unless `constrain_tools` is `off`), a
+    server with native tools by `tool_choice` (the one tool, or `required` for several). A
+    text-mode server is only told so by the conversation."""
     purpose: str = "turn"
     """What the call is for (`turn`, `classify`, …); backends may tune sampling by it."""
     retry: int = 0

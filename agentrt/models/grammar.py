@@ -23,21 +23,28 @@ __all__ = ["tool_turn_grammar"]
 
 _TURN = r"""
 root ::= [ \n]* (calls | answer)
-calls ::= call ([ \n]* call)*
-call ::= "<tool_call>\n" call-object "\n</tool_call>" | call-object
 answer ::= [^<{\[`\n \t] [^\x00]*
 """
 """The turn's shape. An answer may not open like a call (`<`, `{`, `[`, a fence): those go
 through `calls`, where the schemas hold."""
+_CALLS_ONLY = r"""
+root ::= [ \n]* calls
+"""
+"""A turn that must call (`ModelRequest.must_call`): no answer in text."""
+_CALLS = r"""
+calls ::= call ([ \n]* call)*
+call ::= "<tool_call>\n" call-object "\n</tool_call>" | call-object
+"""
 
 
-def tool_turn_grammar(tools: list[ToolDefinition]) -> str:
-    """The GBNF text of a turn that answers, or calls some of `tools` with valid arguments."""
-    return _grammar(tuple(t.model_dump_json() for t in tools))
+def tool_turn_grammar(tools: list[ToolDefinition], *, answer: bool = True) -> str:
+    """The GBNF text of a turn that answers (unless `answer` is False), or calls some of
+    `tools` with valid arguments."""
+    return _grammar(tuple(t.model_dump_json() for t in tools), answer)
 
 
 @functools.lru_cache(maxsize=32)
-def _grammar(tools: tuple[str, ...]) -> str:
+def _grammar(tools: tuple[str, ...], answer: bool) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     alternatives: list[dict[str, Any]] = []
@@ -58,4 +65,4 @@ def _grammar(tools: tuple[str, ...]) -> str:
     object_rules = json_schema_to_gbnf(schema, ["name", "arguments"])
     # The converter names its start `root`; here it is one call's object.
     object_rules = re.sub(r"^root ::=", "call-object ::=", object_rules, flags=re.MULTILINE)
-    return _TURN.strip() + "\n" + object_rules
+    return (_TURN if answer else _CALLS_ONLY).strip() + _CALLS + object_rules

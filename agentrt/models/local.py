@@ -200,7 +200,9 @@ class LocalModel:
             # Past a call, small models tend to write the result themselves: stop them there.
             kwargs["stop"] = ["<tool_response>"]
             if request.constrain_tools != "off":  # `auto` is on: the grammar costs little here
-                kwargs["grammar"] = _llama_grammar(tool_turn_grammar(request.tools))
+                must = [t for t in request.tools if t.name in request.must_call]
+                gbnf = tool_turn_grammar(must, answer=False) if must else None
+                kwargs["grammar"] = _llama_grammar(gbnf or tool_turn_grammar(request.tools))
         return kwargs
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:

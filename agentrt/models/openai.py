@@ -246,6 +246,11 @@ class OpenAIModel:
                 }
                 for t in request.tools
             ]
+            must = request.must_call
+            if len(must) == 1:
+                body["tool_choice"] = {"type": "function", "function": {"name": must[0]}}
+            elif must:
+                body["tool_choice"] = "required"
         schema = request.json_schema
         if schema is not None:
             if s.structured_output == "json_schema":

@@ -73,9 +73,10 @@ LOOP_NUDGE = (
 )
 ANSWER_PUSHBACKS = 2
 """The times an answer written before any of the strategy's `answer_needs` tools succeeded is
-sent back. The 1.5B copilot answered "$100 per night" once its query had been refused, with
-no query run (issue 24): told so, a model gets to run one; past this, the answer is taken (and
-`run_finished.doubt` says it rests on nothing)."""
+sent back, the next turn held to a call of one of them (`ModelRequest.must_call`). The 1.5B
+copilot answered "$100 per night" once its query had been refused, with no query run, and told
+so, wrote the right SELECT in a fence, as text, three times (issue 24). Past this, the answer is
+taken (and `run_finished.doubt` says it rests on nothing)."""
 UNFOUNDED_NUDGE = (
     "Not answered yet: an answer must rest on the result of {tools}, and no such call has "
     "succeeded. Call {first} now (if it failed, read its error and fix the call), then answer "
@@ -110,6 +111,8 @@ class _ReAct:
         self._founded = not self.answer_needs
         """An answer may be taken: one of `answer_needs` succeeded (or none is named)."""
         self._pushbacks = 0
+        self._must_call: list[str] = []
+        """Set when an answer was sent back: the next turn must call one of `answer_needs`."""
         # One parser and assembler serve every turn: each starts afresh after `close()`.
         self.assembler = NativeToolCallAssembler()
         self.messages = self.kernel.opening("")
@@ -200,6 +203,7 @@ class _ReAct:
         if self._founded or self._pushbacks >= ANSWER_PUSHBACKS or not self.kernel.budget_left:
             return False
         self._pushbacks += 1
+        self._must_call = list(self.answer_needs)
         self.ctx.emit(
             GuardEvent,
             step=step,
@@ -239,11 +243,13 @@ class _ReAct:
     async def _turn(self, step: int) -> _Turn:
         ctx = self.ctx
         answer_now, self._loop_nudge = self._loop_nudge, None
+        must_call, self._must_call = self._must_call, []
         request = ModelRequest(
             messages=self.messages,
             tools=[] if answer_now else self.definitions,
             results_nudge=answer_now or self.results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
+            must_call=[] if answer_now else must_call,
         )
         started = time.perf_counter()
         failure: Exception | None = None

@@ -132,14 +132,15 @@ async def test_text_streams_in_pieces(server: str) -> None:
 
 
 async def test_a_forced_tool_call_streams_natively(server: str) -> None:
-    """Asked for a named tool, the server streams native tool_call deltas (id and name repeated
-    in every chunk); assembled, they are one call to `add` with integer arguments."""
-    forced = {"tool_choice": {"type": "function", "function": {"name": "add"}}}
-    async with model(server, extra_body=forced) as m:
+    """Held to a named tool (`must_call`, sent as `tool_choice`), the server streams native
+    tool_call deltas (id and name repeated in every chunk); assembled, they are one call to
+    `add` with integer arguments."""
+    async with model(server) as m:
         request = ModelRequest(
             messages=[Message(role="user", content="What is 2 + 3?")],
             tools=[ADD],
             max_tokens=40,
+            must_call=["add"],
         )
         deltas = [c async for c in m.stream(request) if isinstance(c, ToolCallChunk)]
     assert len(deltas) > 2

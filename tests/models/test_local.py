@@ -225,6 +225,20 @@ async def test_a_constrained_turn_answers_or_calls_validly(
         assert isinstance(e.arguments["a"], int)
 
 
+async def test_a_turn_that_must_call_calls(local: LocalModel) -> None:
+    """Held to `must_call` (the turn a react run gives a model whose answer rested on
+    nothing), the 0.5B calls the tool even when told to answer in a word."""
+    tool = Agent(local, tools=[add_numbers]).workspace.tools["add_numbers"].definition
+    told = "Reply with one word, bonjour, and call no tool."
+    request = ModelRequest(
+        messages=[Message(role="user", content=told)], tools=[tool], must_call=["add_numbers"]
+    )
+    held = "".join([c.text async for c in local.stream(request) if isinstance(c, TextChunk)])
+    call = json.loads(held.strip().removeprefix("<tool_call>").removesuffix("</tool_call>"))
+    assert call["name"] == "add_numbers"
+    assert set(call["arguments"]) == {"a", "b"}
+
+
 async def test_the_tool_format_is_known_without_the_weights(small_model_path: Path) -> None:
     """A run asks before `run_started`: it must not wait for weights to load (or be joined)."""
     by_pack = LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m")

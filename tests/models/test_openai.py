@@ -215,6 +215,21 @@ class TestTools:
             }
         ]
 
+    @pytest.mark.parametrize(
+        ("must_call", "choice"),
+        [
+            ([], None),
+            (["add"], {"type": "function", "function": {"name": "add"}}),
+            (["add", "echo"], "required"),
+        ],
+    )
+    async def test_a_turn_that_must_call_says_so(
+        self, server: FakeServer, make_model: MakeModel, must_call: list[str], choice: Any
+    ) -> None:
+        server.add(Reply(pieces=[chunk({"content": "x"}), DONE]))
+        await collect(make_model(), ask(tools=[ADD], must_call=must_call))
+        assert server.requests[0].body.get("tool_choice") == choice
+
     async def test_native_tool_calls_through_the_agent(
         self, server: FakeServer, make_model: MakeModel, workspace: Workspace, tmp_path: Path
     ) -> None:

@@ -366,8 +366,12 @@ class TestNeedsResult:
         check_stream(events)
         (guard,) = [e for e in events if isinstance(e, GuardEvent)]
         assert guard.kind == "unfounded_answer"
-        told = agent.model.requests[1].messages[-1].content  # type: ignore[attr-defined]
-        assert "Not answered yet: an answer must rest on the result of add" in told
+        requests = agent.model.requests  # type: ignore[attr-defined]
+        assert "Not answered yet: an answer must rest on the result of add" in (
+            requests[1].messages[-1].content
+        )
+        # The turn after it must call add (a grammar holds the embedded model to it).
+        assert [r.must_call for r in requests] == [[], ["add"], []]
         end = last(events)
         assert (end.status, end.answer, end.doubt) == ("ok", "The sum is 2.", None)
 

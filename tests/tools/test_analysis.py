@@ -382,6 +382,17 @@ def test_a_near_miss_gets_a_suggestion(use: Call) -> None:
         use("aggregate", metrics=["Revenue"])
 
 
+def test_a_frame_named_after_its_dataset_is_that_frame(use: Call) -> None:
+    """`load_dataset(source="sales")` keeps the frame `data`; `data="sales"` reads it (the
+    1.5B names it so), and a name that is neither is still refused."""
+    use("load_dataset", source="sales")
+    by_dataset = use("aggregate", metrics=["revenue"], data="sales")
+    by_frame = use("aggregate", metrics=["revenue"], data="data")
+    assert by_dataset["head"] == by_frame["head"]
+    with pytest.raises(ToolError, match=r"^no table 'orders': the tables are data, "):
+        use("aggregate", metrics=["revenue"], data="orders")
+
+
 def test_wrong_types_and_missing_tables(use: Call) -> None:
     with pytest.raises(ToolError, match=r"^no table 'data': no table is loaded yet; make one"):
         use("compute_summary_stats")
