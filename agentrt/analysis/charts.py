@@ -75,7 +75,8 @@ def plot_line(
         title: The chart's title; by default made from the columns.
         filename: The PNG's file name; by default made from the columns.
     """
-    color = color or None
+    # A line per value of x is no line at all (the 1.5B wrote x="region", color="region").
+    color = color if color and color != x else None
     table = _line_table(read_frame(ctx, data), x, y, color, data)
     panel_by, line_by, summed = _layout(table, x, color)
     keys = [c for c in (panel_by, line_by) if c]

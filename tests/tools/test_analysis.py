@@ -569,6 +569,16 @@ def test_bar_chart_and_histogram(use: Call, tmp_path: Path) -> None:
         use("plot_line", x="date", y="revenue", filename="../escape.png")
 
 
+@pytest.mark.parametrize("chart", ["plot_line", "plot_bar"])
+def test_a_color_that_is_the_x_column_is_no_color(use: Call, chart: str) -> None:
+    """x="region", color="region" (the 1.5B's): one series, not pandas' "cannot insert
+    region, already exists"."""
+    use("load_dataset")
+    drawn = use(chart, x="region", y="revenue", color="region")
+    assert "color" not in drawn
+    assert drawn["series"] == 1
+
+
 def test_save_markdown_and_parquet(use: Call, artifacts: dict[str, Any]) -> None:
     use("load_dataset")
     use("segment_metric", metric="revenue", by="product_category")
