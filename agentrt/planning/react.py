@@ -123,6 +123,11 @@ class _ReAct:
         self._made: Counter[str] = Counter()
         """How often each call (tool and arguments) was made in the run."""
         self._loop_nudge: str | None = None
+        self._failed: Counter[str] = Counter()
+        """How often each call (tool and arguments) failed in the run."""
+        self._retry = 0
+        """How often the last turn's failed calls had failed before: the next turn is sampled
+        (`ModelRequest.retry`) rather than greedy once a failed call is made again as it was."""
         """Set when a call was made `REPEATS_BEFORE_ANSWER` times: the next turn answers."""
 
     def _sync_tools(self) -> None:
@@ -189,13 +194,19 @@ class _ReAct:
             )
             for o, observation in zip(turn.outcomes, observations, strict=True)
         )
+        self._retry = 0
         for o in turn.outcomes:
             if o.status is None:
                 continue  # refused: never made
             call = f"{o.name}({o.arguments})"
             self._made[call] += 1
-            if self._made[call] == REPEATS_BEFORE_ANSWER:
-                self._loop_nudge = LOOP_NUDGE.format(call=call, times=REPEATS_BEFORE_ANSWER)
+            if self._made[call] >= REPEATS_BEFORE_ANSWER:
+                self._loop_nudge = LOOP_NUDGE.format(call=call, times=self._made[call])
+            if o.status != "ok":
+                # At temperature 0 the 1.5B made one failing query six times, the error in
+                # front of it each time (issue 24): a repeat is sampled, with a new seed each.
+                self._failed[call] += 1
+                self._retry = max(self._retry, self._failed[call] - 1)
 
     def _unfounded(self, step: int, call_id: str) -> bool:
         """An answer now would rest on none of `answer_needs` and may still be sent back (a
@@ -250,11 +261,12 @@ class _ReAct:
             results_nudge=answer_now or self.results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
             must_call=[] if answer_now else must_call,
+            retry=self._retry,
         )
         started = time.perf_counter()
         failure: Exception | None = None
         async with asyncio.TaskGroup() as tg:
-            turn = _Turn(self, step, Batch(self.task.executor, tg))
+            turn = _Turn(self, step, Batch(self.task.executor, tg), answer_only=bool(answer_now))
             stream = ctx.stream(request, step=step)
             try:
                 cut = False
@@ -299,10 +311,12 @@ class _ReAct:
 class _Turn:
     """One turn: what the model writes, and the calls it starts as they close."""
 
-    def __init__(self, run: _ReAct, step: int, batch: Batch) -> None:
+    def __init__(self, run: _ReAct, step: int, batch: Batch, *, answer_only: bool) -> None:
         self.run = run
         self.step = step
         self.batch = batch
+        self.answer_only = answer_only
+        """The turn was offered no tools, to answer (`LOOP_NUDGE`): a call in it is not run."""
         self.content: list[str] = []
         """The text (its reasoning taken out by the stream): for the conversation."""
         self.visible: list[str] = []
@@ -366,6 +380,9 @@ class _Turn:
                     )
                     return True
                 self._written.add(identity)
+            if self.answer_only:
+                self.batch.add(self._not_now(piece, call_id))
+                continue
             needed = self._needed_first(piece)
             if needed:
                 self.batch.add(self._not_yet(piece, call_id, needed))
@@ -393,6 +410,22 @@ class _Turn:
         end = text.rfind(piece.raw) if piece.format != "native" else -1
         if end >= 0:
             self.content = [text[: end + len(piece.raw)]]
+
+    def _not_now(self, piece: CallPiece | InvalidPiece, call_id: str) -> ToolOutcome:
+        """A call written in a turn that was asked for the answer: a model that writes one
+        there would make the repeated call once more (the 1.5B did)."""
+        self.run.ctx.emit(
+            GuardEvent,
+            step=self.step,
+            call_id=call_id,
+            kind="repetition",
+            detail=f"{piece.name} was written in the turn asked for the answer; not run",
+        )
+        observation = (
+            f"Not run: {piece.name} was called in the reply that was to answer. The results "
+            "above will not change: answer the question now, in plain text."
+        )
+        return ToolOutcome(call_id, piece.name, None, observation, arguments=piece.raw)
 
     def _needed_first(self, piece: CallPiece | InvalidPiece) -> list[str]:
         """The tools called earlier in this turn whose results `piece` needs (`after`)."""

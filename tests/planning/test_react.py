@@ -407,6 +407,29 @@ class TestRepeatedCalls:
         )
         assert last(events).answer == "x it is"
 
+    async def test_a_call_in_the_turn_for_the_answer_is_not_run(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """Offered no tools, the 1.5B wrote the call a fourth time, and it ran (then a fifth
+        and a sixth): in the turn for the answer a call is not run."""
+        same = call("echo", text="x")
+        agent = make_agent([same] * 4)
+        events = [e async for e in agent.run("Go", strategy="exploratory")]
+        check_stream(events)
+        assert [e.step for e in events if isinstance(e, ToolFinishedEvent)] == [1, 2, 3]
+        guards = [(g.kind, g.step) for g in of(events, GuardEvent)]
+        assert guards == [("duplicate", 2), ("duplicate", 3), ("repetition", 4)]
+        assert last(events).status == "budget_exhausted"  # the test strategy's 4 steps
+
+    async def test_a_failed_call_made_again_is_sampled_next(self, make_agent: MakeAgent) -> None:
+        """Greedy after a first failure (the error may be enough); sampled, with a new seed
+        each time, once the model has made the same failing call again."""
+        failing = call("fail", message="no table sales")
+        agent = make_agent([failing, failing, call("echo", text="y"), "done"])
+        await agent.run("Go", strategy="exploratory")
+        requests = agent.model.requests  # type: ignore[attr-defined]
+        assert [r.retry for r in requests] == [0, 0, 1, 0]
+
     async def test_twice_is_no_loop(self, make_agent: MakeAgent) -> None:
         same = call("echo", text="x")
         agent = make_agent([same, same, call("echo", text="y"), "done"])
