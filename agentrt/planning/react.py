@@ -73,10 +73,14 @@ LOOP_NUDGE = (
 )
 ANSWER_PUSHBACKS = 2
 """The times an answer written before any of the strategy's `answer_needs` tools succeeded is
-sent back, the next turn held to a call of one of them (`ModelRequest.must_call`). The 1.5B
-copilot answered "$100 per night" once its query had been refused, with no query run, and told
-so, wrote the right SELECT in a fence, as text, three times (issue 24). Past this, the answer is
-taken (and `run_finished.doubt` says it rests on nothing)."""
+sent back. The 1.5B copilot answered "$100 per night" once its query had been refused, with no
+query run, and told so, wrote the right SELECT in a fence, as text, three times (issue 24).
+Past this, the answer is taken (and `run_finished.doubt` says it rests on nothing)."""
+FORCED_TURNS = 3
+"""The turns after an answer is sent back that are held to a call of an `answer_needs` tool
+(`ModelRequest.must_call`) until one succeeds: the 1.5B, free again after one failed query,
+answered in text instead of mending it. A failed call of them makes the next forced turn
+sampled (`ModelRequest.retry`): greedy, it wrote the failing query again."""
 UNFOUNDED_NUDGE = (
     "Not answered yet: an answer must rest on the result of {tools}, and no such call has "
     "succeeded. Call {first} now (if it failed, read its error and fix the call), then answer "
@@ -111,8 +115,10 @@ class _ReAct:
         self._founded = not self.answer_needs
         """An answer may be taken: one of `answer_needs` succeeded (or none is named)."""
         self._pushbacks = 0
-        self._must_call: list[str] = []
-        """Set when an answer was sent back: the next turn must call one of `answer_needs`."""
+        self._forced = 0
+        """Turns left that must call one of `answer_needs` (`FORCED_TURNS` after a pushback)."""
+        self._needed_failures = 0
+        """Calls of `answer_needs` tools that failed in the run."""
         # One parser and assembler serve every turn: each starts afresh after `close()`.
         self.assembler = NativeToolCallAssembler()
         self.messages = self.kernel.opening("")
@@ -207,6 +213,7 @@ class _ReAct:
                 # front of it each time (issue 24): a repeat is sampled, with a new seed each.
                 self._failed[call] += 1
                 self._retry = max(self._retry, self._failed[call] - 1)
+                self._needed_failures += o.name in self.answer_needs
 
     def _unfounded(self, step: int, call_id: str) -> bool:
         """An answer now would rest on none of `answer_needs` and may still be sent back (a
@@ -214,7 +221,7 @@ class _ReAct:
         if self._founded or self._pushbacks >= ANSWER_PUSHBACKS or not self.kernel.budget_left:
             return False
         self._pushbacks += 1
-        self._must_call = list(self.answer_needs)
+        self._forced = FORCED_TURNS
         self.ctx.emit(
             GuardEvent,
             step=step,
@@ -254,14 +261,19 @@ class _ReAct:
     async def _turn(self, step: int) -> _Turn:
         ctx = self.ctx
         answer_now, self._loop_nudge = self._loop_nudge, None
-        must_call, self._must_call = self._must_call, []
+        must_call: list[str] = []
+        retry = self._retry
+        if self._forced and not self._founded and not answer_now:
+            self._forced -= 1
+            must_call = list(self.answer_needs)
+            retry = max(retry, self._needed_failures)
         request = ModelRequest(
             messages=self.messages,
             tools=[] if answer_now else self.definitions,
             results_nudge=answer_now or self.results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
-            must_call=[] if answer_now else must_call,
-            retry=self._retry,
+            must_call=must_call,
+            retry=retry,
         )
         started = time.perf_counter()
         failure: Exception | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from agentrt import (
     NativeToolCall,
     ReasoningDeltaEvent,
     RequestRejected,
+    ScriptedModel,
     ScriptedTurn,
     StreamInterrupted,
     TextDeltaEvent,
@@ -374,6 +376,34 @@ class TestNeedsResult:
         assert [r.must_call for r in requests] == [[], ["add"], []]
         end = last(events)
         assert (end.status, end.answer, end.doubt) == ("ok", "The sum is 2.", None)
+
+    async def test_forced_turns_last_until_a_needed_call_succeeds_and_are_sampled(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """After a pushback the 1.5B made the needed call once, it failed, and free again it
+        answered in text: the forced turns go on (sampled once a needed call failed) until
+        one succeeds."""
+        needs = workspace.strategies["sequenced"].model_copy(
+            update={"answer_needs": ["fail", "echo"], "after": {}}
+        )
+        strict = copy.copy(workspace)
+        strict.strategies = {**workspace.strategies, "strict": needs}
+        model = ScriptedModel(
+            ["It is x.", call("fail", message="not yet"), call("echo", text="x"), "It is x."]
+        )
+        agent = Agent(
+            workspace=strict, model=model, settings=AgentSettings(trajectory_dir=tmp_path)
+        )
+        events = [e async for e in agent.run("Echo x", strategy="strict")]
+        check_stream(events)
+        assert [(r.must_call, r.retry) for r in model.requests] == [
+            ([], 0),
+            (["fail", "echo"], 0),
+            (["fail", "echo"], 1),  # a needed call failed: sampled
+            ([], 0),
+        ]
+        end = last(events)
+        assert (end.status, end.answer, end.doubt) == ("ok", "It is x.", None)
 
     async def test_twice_sent_back_the_answer_is_taken_with_its_doubt(
         self, make_agent: MakeAgent
