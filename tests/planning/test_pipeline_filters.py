@@ -703,6 +703,41 @@ async def test_a_total_asked_over_the_summary_template_is_completed(
     assert str(round(sales.revenue.sum(), 2)) in (end.answer or "")
 
 
+async def test_a_grouping_without_the_time_column_asked_for_gets_one(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's reading of "compare electronics and clothing revenue by quarter": the
+    comparative template (totals per category over all time) with a time column and grain.
+    A grouping must include the time column the question asks for: the check adds the
+    time-series template's grouping and its date parsing, and the table is per quarter."""
+    read = asked(
+        group_by=["product_category"],
+        time={"column": "date", "grain": "quarter"},
+        analysis=["compare"],
+    )
+    question = "compare electronics and clothing revenue by quarter"
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("comparative"), read, NO_CHANGE
+    )
+    assert last(events).status == "ok"
+    first = of(events, CoverageEvent)[0]
+    assert (first.attempt, first.ok, first.added) == (0, True, ["totals_2", "dates"])
+    assert called(events) == [
+        "load_dataset",
+        "parse_datetime",
+        "aggregate",
+        "aggregate",
+        "plot_bar",
+        "save_dataframe",
+    ]
+    grouped = {e.call_id: e.arguments for e in of(events, ToolCallEvent)}["step.totals_2"]
+    assert (grouped["time_column"], grouped["grain"]) == ("date", "quarter")
+    quarters = sales.groupby([sales.date.dt.to_period("Q"), "product_category"])["revenue"].sum()
+    table = outputs(events)["step.table"]["preview"]
+    (quarter, category), total = next(iter(quarters.items()))
+    assert f"| {quarter.start_time.date().isoformat()} | {category} | {money(total)} |" in table
+
+
 async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:

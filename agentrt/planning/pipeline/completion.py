@@ -91,10 +91,15 @@ def _unique(step: PipelineStep, ids: set[str]) -> PipelineStep:
     return step.model_copy(update={"id": f"{step.id}_{n}"})
 
 
+_PREPARES = frozenset({"data", "time.column", "filters"})
+"""Labels of the steps that make the data the others read: loading, parsing, filtering."""
+
+
 def _insert(
     plan: Sequence[PipelineStep], step: PipelineStep, registry: Registry
 ) -> list[PipelineStep]:
-    """`plan` with `step`: an output at the end, a step that computes before the first output
+    """`plan` with `step`: a step that prepares the data (parses dates) after those that
+    prepare it already, an output at the end, a step that computes before the first output
     (a grouping must come before anything is plotted, a table written out after what it
     shows is made)."""
 
@@ -104,7 +109,10 @@ def _insert(
             label.startswith("outputs.") for label in s.satisfies
         )
 
-    if is_output(step):
-        return [*plan, step]
-    at = next((i for i, s in enumerate(plan) if is_output(s)), len(plan))
+    if set(step.satisfies) <= _PREPARES:
+        at = next((i for i, s in enumerate(plan) if not set(s.satisfies) <= _PREPARES), len(plan))
+    elif is_output(step):
+        at = len(plan)
+    else:
+        at = next((i for i, s in enumerate(plan) if is_output(s)), len(plan))
     return [*plan[:at], step, *plan[at:]]

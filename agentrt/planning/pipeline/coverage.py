@@ -56,7 +56,8 @@ def check_coverage(
     vocabulary: PipelineVocabulary,
 ) -> Coverage:
     """The deterministic gate: every requirement has a step whose tool can satisfy it; every
-    step serves a requirement; a grouping is computed before anything is plotted; a trend is
+    step serves a requirement; a grouping is computed before anything is plotted, and by the
+    time column too when the question asks for one ("by quarter"); a trend is
     served by a step that works on the time column; the filters by a step that keeps exactly
     the rows they name, before any step that reads the data (other than loading and parsing
     it)."""
@@ -77,7 +78,14 @@ def check_coverage(
             for i, s in enumerate(steps)
             if label in s.satisfies
             and registry.serves(s.tool, label)
-            and (label != "group_by" or (i < first_plot and wanted <= _grouped_by(s, grouping)))
+            and (
+                label != "group_by"
+                or (
+                    i < first_plot
+                    and wanted <= _grouped_by(s, grouping)
+                    and (not time or time in _columns(s, columns))
+                )
+            )
             and (label != "analysis.trend" or (bool(time) and time in _columns(s, columns)))
             and (label != "filters" or (i < first_reader and _kept(s.params) == kept))
         ]
