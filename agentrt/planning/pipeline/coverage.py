@@ -61,33 +61,23 @@ def check_coverage(
     served by a step that works on the time column; the filters by a step that keeps exactly
     the rows they name, before any step that reads the data (other than loading and parsing
     it)."""
-    grouping = vocabulary.grouping_params
-    columns = vocabulary.column_params
     labels = requirements.labels()
     plots = [i for i, s in enumerate(steps) if _is_plot(registry, s.tool)]
-    first_plot = min(plots, default=len(steps))
-    wanted = {c.lower() for c in requirements.group_by}
-    time = (requirements.time.column or "").lower()
-    first_reader = _first_reader(steps, registry)
-    kept = _kept(filter_params(requirements))
+    rules = _Rules(
+        first_plot=min(plots, default=len(steps)),
+        first_reader=_first_reader(steps, registry),
+        wanted=frozenset(c.lower() for c in requirements.group_by),
+        time=(requirements.time.column or "").lower(),
+        kept=_kept(filter_params(requirements)),
+        vocabulary=vocabulary,
+    )
     covered: list[str] = []
     missing: list[str] = []
     for label in labels:
         serving = [
             i
             for i, s in enumerate(steps)
-            if label in s.satisfies
-            and registry.serves(s.tool, label)
-            and (
-                label != "group_by"
-                or (
-                    i < first_plot
-                    and wanted <= _grouped_by(s, grouping)
-                    and (not time or time in _columns(s, columns))
-                )
-            )
-            and (label != "analysis.trend" or (bool(time) and time in _columns(s, columns)))
-            and (label != "filters" or (i < first_reader and _kept(s.params) == kept))
+            if label in s.satisfies and registry.serves(s.tool, label) and rules.hold(i, s, label)
         ]
         (covered if serving else missing).append(label)
     # A filter that keeps other rows than the question names, or filters what was computed
@@ -96,10 +86,7 @@ def check_coverage(
         s.id
         for i, s in enumerate(steps)
         if not any(label in labels and registry.serves(s.tool, label) for label in s.satisfies)
-        or (
-            registry.serves(s.tool, "filters")
-            and not (i < first_reader and _kept(s.params) == kept)
-        )
+        or (registry.serves(s.tool, "filters") and not rules.hold(i, s, "filters"))
     ]
     problems = [
         f"Step {s.id} uses {s.tool}, which is not offered: use one of {', '.join(offered)}"
@@ -112,6 +99,36 @@ def check_coverage(
         unjustified=unjustified,
         problems=problems,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """Where in the plan, and with what parameters, a step serves a label."""
+
+    first_plot: int
+    first_reader: int
+    wanted: frozenset[str]
+    """The columns the question groups by (lowercase)."""
+    time: str
+    """The time column the question asks for (lowercase), or empty."""
+    kept: tuple[frozenset[tuple[str, str]], str]
+    """What the question's filters keep (`_kept`)."""
+    vocabulary: PipelineVocabulary
+
+    def hold(self, i: int, step: PipelineStep, label: str) -> bool:
+        """Whether step `i`, whose tool serves `label`, serves it here and so."""
+        columns = self.vocabulary.column_params
+        if label == "group_by":
+            return (
+                i < self.first_plot
+                and self.wanted <= _grouped_by(step, self.vocabulary.grouping_params)
+                and (not self.time or self.time in _columns(step, columns))
+            )
+        if label == "analysis.trend":
+            return bool(self.time) and self.time in _columns(step, columns)
+        if label == "filters":
+            return i < self.first_reader and _kept(step.params) == self.kept
+        return True
 
 
 def _is_plot(registry: Registry, tool: str) -> bool:

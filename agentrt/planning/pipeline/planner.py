@@ -348,6 +348,18 @@ class _Pipeline:
             if coverage.ok and not problems:
                 return steps
             payload = "\n".join([coverage.payload(steps), *problems]).strip()
+        return self._mend(steps, before, requirements, offered)
+
+    def _mend(
+        self,
+        steps: list[PipelineStep],
+        before: list[PipelineStep],
+        requirements: Requirements,
+        offered: list[str],
+    ) -> list[PipelineStep]:
+        """The plan once the model had its retries: steps no requirement justifies removed,
+        removed steps of `before` that covered a requirement put back, the plan completed
+        again; `PipelineFailed` if a requirement is still uncovered."""
         final = self._coverage(steps, requirements, offered)
         removed = [s.id for s in steps if s.id in final.unjustified or s.tool not in offered]
         steps = [s for s in steps if s.id not in removed]
