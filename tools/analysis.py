@@ -194,8 +194,8 @@ def aggregate(
             one overall row (or one row per period).
         agg: How to combine each group's values.
         time_column: A date column to group by too, truncated to `grain`.
-        grain: The period for time_column; "unknown" to choose from the data; none to group by
-            the exact dates.
+        grain: The period for time_column; "unknown" to choose from the data (or nothing, with
+            no time_column); none to group by the exact dates.
         data: The table to read.
         name: The name to keep the result under.
     """
@@ -204,7 +204,9 @@ def aggregate(
     time_column = time_column or None
     if not metrics:
         raise ToolError("metrics is empty: name the columns to combine, e.g. ['revenue']")
-    if grain is not None and time_column is None:
+    # "unknown" says no period was named: with no time column there is nothing to choose. The
+    # 1.5B added it to a plain total, and the plan failed twice on it (issue 24).
+    if grain not in (None, "unknown") and time_column is None:
         raise ToolError(f"grain={grain!r} needs time_column: the date column, e.g. 'date'")
     groups = list(dict.fromkeys(c for c in group_by if c != time_column))
     require_columns(frame, [*metrics, *groups, *([time_column] if time_column else [])])

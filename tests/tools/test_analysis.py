@@ -409,6 +409,10 @@ def test_wrong_types_and_missing_tables(use: Call) -> None:
         use("parse_datetime", column="units")
     with pytest.raises(ToolError, match=r"^grain='month' needs time_column"):
         use("aggregate", metrics=["revenue"], grain="month")
+    # "unknown" names no period: with no time column, nothing is grouped by time.
+    overall = use("aggregate", metrics=["revenue"], grain="unknown")
+    assert overall["rows"] == 1
+    assert "grain" not in overall
 
 
 # --- dates and grains ------------------------------------------------------------------------
