@@ -703,13 +703,14 @@ async def test_a_total_asked_over_the_summary_template_is_completed(
     assert str(round(sales.revenue.sum(), 2)) in (end.answer or "")
 
 
-async def test_a_grouping_without_the_time_column_asked_for_gets_one(
+async def test_the_1_5b_reading_of_the_quarterly_comparison_is_mended(
     default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
     """The 1.5B's reading of "compare electronics and clothing revenue by quarter": the
-    comparative template (totals per category over all time) with a time column and grain.
-    A grouping must include the time column the question asks for: the check adds the
-    time-series template's grouping and its date parsing, and the table is per quarter."""
+    comparative template (totals per category over all time), a time column and grain, and
+    no filter. The categories the question names become the filter, and a grouping must
+    include the time column the question asks for: the check adds the time-series
+    template's grouping and its date parsing, and the table is per quarter, of the two."""
     read = asked(
         group_by=["product_category"],
         time={"column": "date", "grain": "quarter"},
@@ -720,10 +721,15 @@ async def test_a_grouping_without_the_time_column_asked_for_gets_one(
         default_workspace, tmp_path, question, intent("comparative"), read, NO_CHANGE
     )
     assert last(events).status == "ok"
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.filled == [
+        "filters.where.product_category=[Clothing, Electronics]: named in the question"
+    ]
     first = of(events, CoverageEvent)[0]
     assert (first.attempt, first.ok, first.added) == (0, True, ["totals_2", "dates"])
     assert called(events) == [
         "load_dataset",
+        "filter_rows",
         "parse_datetime",
         "aggregate",
         "aggregate",
@@ -732,10 +738,30 @@ async def test_a_grouping_without_the_time_column_asked_for_gets_one(
     ]
     grouped = {e.call_id: e.arguments for e in of(events, ToolCallEvent)}["step.totals_2"]
     assert (grouped["time_column"], grouped["grain"]) == ("date", "quarter")
-    quarters = sales.groupby([sales.date.dt.to_period("Q"), "product_category"])["revenue"].sum()
+    two = sales[sales.product_category.isin(["Electronics", "Clothing"])]
+    quarters = two.groupby([two.date.dt.to_period("Q"), "product_category"])["revenue"].sum()
     table = outputs(events)["step.table"]["preview"]
-    (quarter, category), total = next(iter(quarters.items()))
-    assert f"| {quarter.start_time.date().isoformat()} | {category} | {money(total)} |" in table
+    for (quarter, category), total in quarters.items():
+        start = quarter.start_time.date().isoformat()
+        assert f"| {start} | {category} | {money(total)} |" in table
+    assert "Furniture" not in table
+
+
+async def test_a_value_named_once_of_a_grouped_column_is_no_filter(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """ "Which region beat the East?" compares the East with the other regions."""
+    read = asked(group_by=["region"], analysis=["compare"])
+    events, _ = await run(
+        default_workspace,
+        tmp_path,
+        "Which region beat the East in revenue?",
+        intent("comparative"),
+        read,
+        NO_CHANGE,
+    )
+    assert of(events, RequirementsEvent)[0].requirements["filters"]["where"] == {}
+    assert "filter_rows" not in called(events)
 
 
 async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(

@@ -69,6 +69,7 @@ from agentrt.planning.pipeline.requirements import (
     on_values,
     requirement_texts,
     where_by_values,
+    with_named_values,
     with_time_column,
     without_uncued,
 )
@@ -266,7 +267,8 @@ class _Pipeline:
                 asked, named = columns_in_names(asked, columns)
                 asked, grain = grain_in_group_by(asked, columns, list(dates))
                 asked, moved = where_by_values(asked, categories)
-                moved = [*named, *grain, *moved]
+                asked, values = with_named_values(asked, self.task.query, categories)
+                moved = [*named, *grain, *moved, *values]
                 found = on_columns(asked, columns)
                 if isinstance(found, Requirements):
                     found = on_values(found, categories, dates)

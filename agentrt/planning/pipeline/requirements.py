@@ -28,6 +28,7 @@ __all__ = [
     "requirement_labels",
     "requirement_texts",
     "where_by_values",
+    "with_named_values",
     "with_time_column",
     "without_uncued",
 ]
@@ -290,6 +291,29 @@ def where_by_values(
             )
             column = owners[0]
         where[column] = [*where.get(column, []), *values]
+    if not notes:
+        return r, []
+    return r.model_copy(update={"filters": r.filters.model_copy(update={"where": where})}), notes
+
+
+def with_named_values(
+    r: Requirements, query: str, categories: Mapping[str, list[str]] | None
+) -> tuple[Requirements, list[str]]:
+    """Values of a category column that `query` names, kept as a filter the model left out,
+    and a note of each: the 1.5B read "compare electronics and clothing revenue by quarter"
+    as every category by quarter (issue 24). A column the model filters already is left as
+    it is; so is one it groups by when the question names one of its values only ("which
+    region beat the East?" compares the East with the others)."""
+    question = query.lower()
+    grouped = {c.lower() for c in r.group_by}
+    where = dict(r.filters.where)
+    notes: list[str] = []
+    for column, values in (categories or {}).items():
+        named = [v for v in values if _holds(question, v.lower())]
+        if column in where or not named or (column.lower() in grouped and len(named) == 1):
+            continue
+        where[column] = named
+        notes.append(f"filters.where.{column}=[{', '.join(named)}]: named in the question")
     if not notes:
         return r, []
     return r.model_copy(update={"filters": r.filters.model_copy(update={"where": where})}), notes
