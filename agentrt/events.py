@@ -487,6 +487,8 @@ class PlanAdaptedEvent(EventBase):
 
     type: Literal["plan_adapted"] = "plan_adapted"
     attempt: int
+    """The model's attempt; 0 (no changes) when the plan the model changed failed as it ran
+    and the plan before its changes, which the coverage check had passed, runs instead."""
     changes: list[dict[str, JsonValue]]
     steps: list[PipelineStep]
 

@@ -218,30 +218,54 @@ async def test_unjustified_steps_are_named_then_removed(
     assert "detect_anomalies" not in called(events)
 
 
-async def test_safe_repairs_are_logged_and_semantic_ones_replan(
+async def test_safe_repairs_are_logged_and_a_semantic_one_runs_the_checked_plan(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:
+    """A column's casing is repaired; a metric the data lacks is not (that would change the
+    analysis): the plan the gate passed before the model's changes runs instead."""
     sloppy = {
         "changes": [
-            {"op": "modify", "step": "chart", "params": {"y": "Revenue", "color": "REGION"}},
+            {"op": "modify", "step": "dates", "params": {"column": "DATE"}},
             {"op": "modify", "step": "totals", "params": {"metrics": ["profit"]}},
         ]
     }
-    fixed = {"changes": [{"op": "modify", "step": "totals", "params": {"metrics": ["revenue"]}}]}
-    events, model = await run(default_workspace, tmp_path, INTENT, ASKED, sloppy, fixed)
+    events, model = await run(default_workspace, tmp_path, INTENT, ASKED, sloppy)
     end = last(events)
     assert end.status == "ok", end.error
     repairs = [(r.step, r.param, r.before, r.after, r.applied) for r in of(events, RepairEvent)]
-    assert repairs[0] == ("totals", "metrics", "profit", None, False)
-    assert ("chart", "color", "REGION", "region", True) in repairs
-    assert ("chart", "y", "Revenue", "revenue", True) in repairs
-    refused = of(events, RepairEvent)[0]
-    assert "changing metrics would change the analysis" in refused.reason
-    assert (
-        "The plan failed while it ran: step totals: there is no column 'profit'"
-        in (adapt_prompts(model)[1])
-    )
+    assert repairs == [
+        ("dates", "column", "DATE", "date", True),
+        ("totals", "metrics", "profit", None, False),
+    ]
+    assert "changing metrics would change the analysis" in of(events, RepairEvent)[1].reason
+    adapted = [(a.attempt, len(a.changes)) for a in of(events, PlanAdaptedEvent)]
+    assert adapted == [(1, 2), (0, 0)]
+    assert len(adapt_prompts(model)) == 1  # the model was not asked again
     assert called(events).count("aggregate") == 1  # the refused step never ran
+
+
+async def test_a_checked_plan_that_fails_as_it_runs_is_replanned_with_why(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Revenue by date as bars: 731 bars do not fit a bar chart. The model, told why, draws
+    a line instead."""
+    read = {**ASKED, "group_by": ["date"], "time": {}, "analysis": ["compare"]}
+    comparative = {"primary_intent": "comparative", "confidence": 0.9}
+    line = {"changes": [{"op": "modify", "step": "chart", "tool": "plot_line"}]}
+    events, model = await run(
+        default_workspace,
+        tmp_path,
+        comparative,
+        read,
+        NO_CHANGE,
+        line,
+        question="compare revenue by date",
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    told = adapt_prompts(model)[1]
+    assert "The plan failed while it ran: step chart (plot_bar) failed: 'date' has 731" in told
+    assert called(events)[-2:] == ["plot_line", "save_dataframe"]
 
 
 async def test_a_missing_data_handle_is_repaired(

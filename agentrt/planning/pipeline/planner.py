@@ -133,6 +133,9 @@ class _Pipeline:
         self.repairs = Repairs(self.ctx, task.tools, self.templates, vocabulary)
         self.template: Template | None = None
         """The template of the question's intent, once chosen."""
+        self.checked: list[PipelineStep] | None = None
+        """The plan as completed by the check, before the model's changes, if it passed the
+        gate: run when the changed plan fails."""
 
     async def run_or_fall_back(self) -> PlannerResult:
         """`run`; when no plan covers the question or none could run, the run goes on turn by
@@ -158,6 +161,12 @@ class _Pipeline:
             if steps is None:
                 return self.kernel.result("budget_exhausted")
             done = await self._execute(steps)
+            checked = self.checked
+            if not isinstance(done, _Execution) and checked not in (None, steps):
+                # The model's changes broke a plan the gate had passed (the 1.5B added a bar
+                # chart of 731 days, twice, issue 24): run that plan before asking again.
+                self.ctx.emit(PlanAdaptedEvent, attempt=0, changes=[], steps=checked)
+                steps, done = checked, await self._execute(checked)
             if isinstance(done, _Execution):
                 return self.kernel.result("ok", self._answer(requirements, steps, done))
             if replan == self.policy.replans:
@@ -316,8 +325,11 @@ class _Pipeline:
         if not steps or steps[0].id != load:
             steps = [self._load_step(), *(s for s in steps if s.id != load)]
         steps, removed, added = self._complete(steps, requirements, offered)
+        completed = self._coverage(steps, requirements, offered)
         if removed or added:
-            self._emit_coverage(0, self._coverage(steps, requirements, offered), removed, [], added)
+            self._emit_coverage(0, completed, removed, [], added)
+        if completed.ok and self.checked is None:
+            self.checked = steps
         before = steps
         tools = self.task.tools
         for attempt in range(1, self.policy.adaptations + 1):
