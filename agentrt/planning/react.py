@@ -27,6 +27,7 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from agentrt.events import (
     AskEvent,
@@ -426,18 +427,14 @@ class _Turn:
     def _not_now(self, piece: CallPiece | InvalidPiece, call_id: str) -> ToolOutcome:
         """A call written in a turn that was asked for the answer: a model that writes one
         there would make the repeated call once more (the 1.5B did)."""
-        self.run.ctx.emit(
-            GuardEvent,
-            step=self.step,
-            call_id=call_id,
-            kind="repetition",
-            detail=f"{piece.name} was written in the turn asked for the answer; not run",
-        )
-        observation = (
+        return self._refuse(
+            piece,
+            call_id,
+            "repetition",
+            f"{piece.name} was written in the turn asked for the answer; not run",
             f"Not run: {piece.name} was called in the reply that was to answer. The results "
-            "above will not change: answer the question now, in plain text."
+            "above will not change: answer the question now, in plain text.",
         )
-        return ToolOutcome(call_id, piece.name, None, observation, arguments=piece.raw)
 
     def _needed_first(self, piece: CallPiece | InvalidPiece) -> list[str]:
         """The tools called earlier in this turn whose results `piece` needs (`after`)."""
@@ -447,15 +444,23 @@ class _Turn:
         self, piece: CallPiece | InvalidPiece, call_id: str, needed: list[str]
     ) -> ToolOutcome:
         first = " and ".join(needed)
-        self.run.ctx.emit(
-            GuardEvent,
-            step=self.step,
-            call_id=call_id,
-            kind="needs_result",
-            detail=f"{piece.name} came in the same turn as {first}, whose result it needs; not run",
-        )
-        observation = (
+        return self._refuse(
+            piece,
+            call_id,
+            "needs_result",
+            f"{piece.name} came in the same turn as {first}, whose result it needs; not run",
             f"Not run: you called {piece.name} in the same reply as {first}, before seeing "
-            f"its result. Read that result, then call {piece.name} again, using it."
+            f"its result. Read that result, then call {piece.name} again, using it.",
         )
+
+    def _refuse(
+        self,
+        piece: CallPiece | InvalidPiece,
+        call_id: str,
+        kind: Literal["repetition", "needs_result"],
+        detail: str,
+        observation: str,
+    ) -> ToolOutcome:
+        """A call not run: a `guard` event says why, and the model is told `observation`."""
+        self.run.ctx.emit(GuardEvent, step=self.step, call_id=call_id, kind=kind, detail=detail)
         return ToolOutcome(call_id, piece.name, None, observation, arguments=piece.raw)

@@ -101,6 +101,18 @@ def money(value: float) -> str:
     return f"{value:,.2f}"
 
 
+def assert_quarters_of_electronics_and_clothing(events: list[Event], sales: pd.DataFrame) -> None:
+    """The run's table holds the revenue of each quarter of each of the two, and no other."""
+    two = sales[sales.product_category.isin(["Electronics", "Clothing"])]
+    quarters = two.groupby([two.date.dt.to_period("Q"), "product_category"])["revenue"].sum()
+    assert len(quarters) == 16  # 8 quarters × 2 categories, no others
+    table = outputs(events)["step.table"]["preview"]
+    for (quarter, category), total in quarters.items():
+        start = quarter.start_time.date().isoformat()
+        assert f"| {start} | {category} | {money(total)} |" in table
+    assert "Furniture" not in table
+
+
 # ── the three questions of issue 24 ────────────────────────────────────────────────────
 
 
@@ -209,14 +221,7 @@ async def test_compare_electronics_and_clothing_revenue_by_quarter(
         "plot_line",
         "save_dataframe",
     ]
-    two = sales[sales.product_category.isin(["Electronics", "Clothing"])]
-    quarters = two.groupby([two.date.dt.to_period("Q"), "product_category"])["revenue"].sum()
-    assert len(quarters) == 16  # 8 quarters × 2 categories, no others
-    table = outputs(events)["step.table"]["preview"]
-    for (quarter, category), total in quarters.items():
-        start = quarter.start_time.date().isoformat()
-        assert f"| {start} | {category} | {money(total)} |" in table
-    assert "Furniture" not in table
+    assert_quarters_of_electronics_and_clothing(events, sales)
 
 
 # ── repair rather than refuse ──────────────────────────────────────────────────────────
@@ -738,19 +743,14 @@ async def test_the_1_5b_reading_of_the_quarterly_comparison_is_mended(
     ]
     grouped = {e.call_id: e.arguments for e in of(events, ToolCallEvent)}["step.totals_2"]
     assert (grouped["time_column"], grouped["grain"]) == ("date", "quarter")
-    two = sales[sales.product_category.isin(["Electronics", "Clothing"])]
-    quarters = two.groupby([two.date.dt.to_period("Q"), "product_category"])["revenue"].sum()
-    table = outputs(events)["step.table"]["preview"]
-    for (quarter, category), total in quarters.items():
-        start = quarter.start_time.date().isoformat()
-        assert f"| {start} | {category} | {money(total)} |" in table
-    assert "Furniture" not in table
+    assert_quarters_of_electronics_and_clothing(events, sales)
 
 
 async def test_a_value_named_once_of_a_grouped_column_is_no_filter(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:
-    """ "Which region beat the East?" compares the East with the other regions."""
+    """A grouped column of which the question names one value compares it with the others
+    ("which region beat the East?"): no filter."""
     read = asked(group_by=["region"], analysis=["compare"])
     events, _ = await run(
         default_workspace,
