@@ -201,8 +201,12 @@ class LocalModel:
             kwargs["stop"] = ["<tool_response>"]
             if request.constrain_tools != "off":  # `auto` is on: the grammar costs little here
                 must = [t for t in request.tools if t.name in request.must_call]
-                gbnf = tool_turn_grammar(must, answer=False) if must else None
-                kwargs["grammar"] = _llama_grammar(gbnf or tool_turn_grammar(request.tools))
+                gbnf = (
+                    tool_turn_grammar(must, answer=False)
+                    if must
+                    else tool_turn_grammar(request.tools)
+                )
+                kwargs["grammar"] = _llama_grammar(gbnf)
         return kwargs
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:

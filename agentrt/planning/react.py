@@ -130,12 +130,12 @@ class _ReAct:
         self._made: Counter[str] = Counter()
         """How often each call (tool and arguments) was made in the run."""
         self._loop_nudge: str | None = None
+        """Set when a call was made `REPEATS_BEFORE_ANSWER` times: the next turn answers."""
         self._failed: Counter[str] = Counter()
         """How often each call (tool and arguments) failed in the run."""
         self._retry = 0
         """How often the last turn's failed calls had failed before: the next turn is sampled
         (`ModelRequest.retry`) rather than greedy once a failed call is made again as it was."""
-        """Set when a call was made `REPEATS_BEFORE_ANSWER` times: the next turn answers."""
 
     def _sync_tools(self) -> None:
         """Show the model the tools on offer: they change when a tool adds a session tool."""

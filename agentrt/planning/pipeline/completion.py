@@ -6,8 +6,8 @@ total over a summary template, proposed `compute_summary_stats` three times and 
 back to turn-by-turn answers with an invented figure (issue 24). The templates already hold a
 step for every requirement they serve (an aggregate for a total, a histogram for a
 distribution), with placeholders filled from the requirements; a step whose placeholders all
-fill, whose tool is offered, and whose insertion makes the gate count the requirement covered is
-a safe completion. Nothing is invented: a requirement no template step can serve stays missing.
+fill, whose tool the run has, and whose insertion makes the gate count the requirement covered
+is a safe completion. Nothing is invented: a requirement no template step can serve stays missing.
 """
 
 from __future__ import annotations
