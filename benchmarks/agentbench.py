@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import inspect
 import json
 import statistics
@@ -65,6 +64,7 @@ from agentrt.models.spec import load_model
 sys.path.insert(0, str(Path(__file__).parent))
 
 from agents_common import HALVES, Half, Row, RunSummary  # found through the line above
+from siblings import load
 
 HERE = Path(__file__).parent
 MODELS = ("local:small", "local")
@@ -128,17 +128,6 @@ class Selection:
 def family_paths(folder: Path = HERE) -> list[Path]:
     """The family modules in `folder`, in name order."""
     return sorted(p for p in folder.glob("agents_*.py") if p.name != "agents_common.py")
-
-
-def load(path: Path) -> ModuleType:
-    """`benchmarks/agents_<family>.py` as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
 
 
 def discover(folder: Path = HERE) -> tuple[list[ModuleType], list[str]]:

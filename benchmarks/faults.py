@@ -12,32 +12,24 @@ Each area is a module beside this one, `faults_<area>.py`, whose `measure()` ret
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from siblings import load  # found through the line above
+
 HERE = Path(__file__).parent
+
 COLUMNS = ("area", "attempt", "attempts", "failures", "lost")
 
 
 def areas() -> list[Path]:
     """The area modules, in name order."""
     return sorted(HERE.glob("faults_*.py"))
-
-
-def load(path: Path) -> ModuleType:
-    """`benchmarks/faults_<area>.py` as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
 
 
 def measure_all() -> list[dict[str, Any]]:

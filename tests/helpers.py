@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentrt import Agent, Event, RunFinishedEvent, TrajectoryHeader
+from agentrt import Agent, Event, RunFinishedEvent, ToolContext, TrajectoryHeader
 
 TEST_WORKSPACE = Path(__file__).parent / "workspace"
 """The workspace the tests run in: small tools that record what happened to them."""
@@ -85,6 +85,27 @@ def _vocabulary(model_path: Path) -> Any:
     from llama_cpp import Llama
 
     return Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+
+
+async def _no_model(request: object) -> str:
+    raise AssertionError("no tool here asks the model")
+
+
+def tool_context(artifacts: dict[str, Any], output_dir: Path) -> ToolContext:
+    """What the executor hands a tool, for calling tools directly: artifacts and an output
+    folder; no model, no session."""
+    return ToolContext(
+        run_id="run",
+        session_id=None,
+        call_id="call",
+        step=1,
+        scope=None,
+        add_session_tool=lambda _: None,
+        complete=_no_model,
+        artifacts=artifacts,
+        output_dir=output_dir,
+        deps=None,
+    )
 
 
 def llama_accepts(gbnf: str, model_path: Path) -> bool:

@@ -9,12 +9,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agentrt import ToolContext, ToolError, Workspace
+from agentrt import ToolError, Workspace
 from agentrt.exceptions import QueryRefused, WorkspaceError
 from agentrt.sql.examples import Example, ExampleSelector, load_examples
 from agentrt.sql.grounding import SchemaIndex
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 from agentrt.vectors.embedder import Embedder
+from tests.helpers import tool_context
 
 COPILOT = Path(__file__).parents[2] / "workspaces" / "dbcopilot"
 
@@ -22,26 +23,6 @@ COPILOT = Path(__file__).parents[2] / "workspaces" / "dbcopilot"
 @pytest.fixture(scope="module")
 def workspace() -> Workspace:
     return Workspace(COPILOT)
-
-
-def context(artifacts: dict[str, Any], output_dir: Path) -> ToolContext:
-    """What the executor would hand the tools; nothing here needs the model or the session."""
-
-    async def no_model(request: object) -> str:
-        raise AssertionError("the copilot tools do not call the model")
-
-    return ToolContext(
-        run_id="run",
-        session_id=None,
-        call_id="call",
-        step=0,
-        scope=None,
-        add_session_tool=lambda tool: None,
-        complete=no_model,
-        artifacts=artifacts,
-        output_dir=output_dir,
-        deps=None,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +51,7 @@ class TestTools:
     def test_ground_schema_gives_only_the_grounded_schema_and_examples(
         self, workspace: Workspace, copilot: Any, tmp_path: Path
     ) -> None:
-        ctx = context({"copilot": copilot}, tmp_path)
+        ctx = tool_context({"copilot": copilot}, tmp_path)
         out = workspace.tools["ground_schema"].fn(ctx, question="Who sold the most yoga mats?")
         assert "sales(" in out["schema"]
         assert "store_staff" not in out["schema"]
@@ -94,7 +75,7 @@ class TestTools:
     def test_run_sql_summarises_within_bounds_and_keeps_the_table(
         self, workspace: Workspace, copilot: Any, tmp_path: Path
     ) -> None:
-        ctx = context({"copilot": copilot}, tmp_path)
+        ctx = tool_context({"copilot": copilot}, tmp_path)
         out = workspace.tools["run_sql"].fn(ctx, sql="SELECT id, sold_on, quantity FROM sales")
         assert out["columns"] == ["id", "sold_on", "quantity"]
         assert (out["rows"], out["more_rows"], out["shown"]) == (50, True, 20)
@@ -104,7 +85,7 @@ class TestTools:
     def test_a_result_feeds_the_chart_tools(
         self, workspace: Workspace, copilot: Any, tmp_path: Path
     ) -> None:
-        ctx = context({"copilot": copilot}, tmp_path)
+        ctx = tool_context({"copilot": copilot}, tmp_path)
         workspace.tools["run_sql"].fn(
             ctx,
             sql="SELECT substr(sold_on, 1, 7) AS month, sum(quantity) AS units FROM sales "
@@ -117,7 +98,7 @@ class TestTools:
     def test_a_refusal_reaches_the_model_with_its_reason(
         self, workspace: Workspace, copilot: Any, tmp_path: Path
     ) -> None:
-        ctx = context({"copilot": copilot}, tmp_path)
+        ctx = tool_context({"copilot": copilot}, tmp_path)
         with pytest.raises(QueryRefused, match=r"only reading statements") as caught:
             workspace.tools["run_sql"].fn(ctx, sql="DELETE FROM sales")
         assert isinstance(caught.value, ToolError)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentrt import ToolContext, Workspace
+from agentrt import Workspace
+from tests.helpers import tool_context
 
 Call = Callable[..., Any]
 
@@ -24,25 +25,10 @@ def artifacts() -> dict[str, Any]:
     return {}
 
 
-async def _no_model(request: Any) -> str:
-    raise AssertionError("no tool here asks the model")
-
-
 @pytest.fixture
 def use(default: Workspace, artifacts: dict[str, Any], tmp_path: Path) -> Call:
     """Call a tool of the pack as the executor does: arguments validated, context filled."""
-    context = ToolContext(
-        run_id="run",
-        session_id=None,
-        call_id="c1",
-        step=1,
-        scope=None,
-        add_session_tool=lambda _: None,
-        complete=_no_model,
-        artifacts=artifacts,
-        output_dir=tmp_path / "out",
-        deps=None,
-    )
+    context = tool_context(artifacts, tmp_path / "out")
 
     def use(tool_name: str, /, **arguments: Any) -> Any:
         tool = default.tools[tool_name]
