@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/agentbench.py                          # both models, tuning half
     .venv/bin/python benchmarks/agentbench.py --models local:small --families tools --limit 5
     .venv/bin/python benchmarks/agentbench.py --half held-out          # once, at the end
+    .venv/bin/python benchmarks/agentbench.py --skip 6 --limit 6       # tasks 7-12 of a half
     .venv/bin/python benchmarks/agentbench.py --smoke --models local:small
     .venv/bin/python benchmarks/agentbench.py --out rows.jsonl         # keep every row
     .venv/bin/python benchmarks/agentbench.py --table rows.jsonl       # table them again
@@ -117,6 +118,9 @@ class Selection:
     """Planner names; None for each family's own."""
     limit: int | None = None
     """Tasks per family and half."""
+    skip: int = 0
+    """Tasks passed over first, per family and half: a later slice of a half, its first
+    tasks already measured (or seen while tuning)."""
     smoke: bool = False
     max_tokens: int | None = None
     """A turn's token cap, for a family whose `run` takes one."""
@@ -209,7 +213,9 @@ async def _run(
     selection: Selection,
     log: Callable[[str], None],
 ) -> list[Row]:
-    tasks = module.tasks(which)[: 1 if selection.smoke else selection.limit]
+    first = 0 if selection.smoke else selection.skip
+    count = 1 if selection.smoke else selection.limit
+    tasks = module.tasks(which)[first:][:count]
     extra: dict[str, Any] = {}
     if (
         selection.max_tokens is not None
@@ -336,6 +342,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--planners", nargs="+", help="planner names (default: each family's)")
     parser.add_argument("--limit", type=int, help="tasks per family and half")
     parser.add_argument(
+        "--skip", type=int, default=0, help="tasks passed over first (a later slice of a half)"
+    )
+    parser.add_argument(
         "--smoke",
         action="store_true",
         help="the first task of each family, its first planner, the first model",
@@ -372,6 +381,7 @@ def main(
         families=tuple(options.families) if options.families else None,
         planners=tuple(options.planners) if options.planners else None,
         limit=options.limit,
+        skip=options.skip,
         smoke=options.smoke,
         max_tokens=options.max_tokens,
         keep=options.keep,

@@ -243,7 +243,55 @@ def aggregate(
             f"aggregate made no rows: every row of {data!r} has an empty {', '.join(keys)}"
         )
     ctx.artifacts[name] = result
+    if len(metrics) == 1:
+        grain_used = extra.get("grain", "exact")
+        extra |= _reading(result, keys, metrics[0], time_column, grain_used)
     return _describe(name, result) | {"agg": agg, "group_by": groups} | extra
+
+
+def _reading(
+    result: pd.DataFrame, keys: list[str], metric: str, time_column: str | None, grain: str
+) -> dict[str, Any]:
+    """What a reader of grouped totals looks for first, computed so that no model does the
+    arithmetic (the 1.5B misread growth and differences from two rows, issue 24): for two
+    rows, the second's difference from the first and its percent change (a later period
+    against an earlier one); for more, the highest and the lowest row. Rows are labelled by
+    their groups, periods as the grain writes them ("2024", "2024-Q3", "2024-03")."""
+    values = result[metric]
+    if not keys or len(result) < 2 or not values.notna().any():
+        return {}
+    labels = [
+        " / ".join(
+            period_label(v, grain) if k == time_column else str(_scalar(v))
+            for k, v in zip(keys, row, strict=True)
+        )
+        for row in result[keys].itertuples(index=False, name=None)
+    ]
+    if len(result) == 2:
+        first, second = (_scalar(v) for v in values)
+        if first is None or second is None:
+            return {}
+        change = {"from": labels[0], "to": labels[1], "difference": _scalar(second - first)}
+        if first:
+            change["percent"] = round((second - first) / abs(first) * 100, 2)
+        return {"change": change}
+    values = values.reset_index(drop=True)
+    top, bottom = int(values.idxmax()), int(values.idxmin())  # gaps skipped
+    return {
+        "highest": {labels[top]: _scalar(values.iloc[top])},
+        "lowest": {labels[bottom]: _scalar(values.iloc[bottom])},
+    }
+
+
+def period_label(when: Any, grain: str) -> str:
+    """A period's first day as its grain writes it: "2024", "2024-Q3", "2024-03", else the
+    day "2024-03-04"."""
+    day = str(_scalar(when))[:10]
+    if grain == "year":
+        return day[:4]
+    if grain == "quarter":
+        return f"{day[:4]}-Q{(int(day[5:7]) - 1) // 3 + 1}"
+    return day[:7] if grain == "month" else day
 
 
 @tool(cache=False)
@@ -293,7 +341,8 @@ MAX_CATEGORIES = 20
 them, and `filter_rows` names them when asked for one the data does not hold."""
 
 _PERIOD = re.compile(
-    r"^(?P<year>\d{4})(?:-(?:[Qq](?P<quarter>[1-4])|(?P<month>0[1-9]|1[0-2])(?:-(?P<day>\d{2}))?))?$"
+    r"^(?P<year>\d{4})(?:-(?:[Hh](?P<half>[12])|[Qq](?P<quarter>[1-4])"
+    r"|(?P<month>0[1-9]|1[0-2])(?:-(?P<day>\d{2}))?))?$"
 )
 
 
@@ -314,8 +363,8 @@ def filter_rows(
     Args:
         where: Category column → the value, or values, to keep, e.g.
             {"region": "East"} or {"product_category": ["Electronics", "Clothing"]}.
-        period: Dates to keep: a year "2024", a quarter "2024-Q3", a month "2024-03" or a
-            day "2024-03-15".
+        period: Dates to keep: a year "2024", a half "2024-H2", a quarter "2024-Q3", a
+            month "2024-03" or a day "2024-03-15".
         start: The first date to keep, e.g. "2024-01-01" (with or instead of `end`).
         end: The last date to keep, e.g. "2024-06-30".
         date_column: The date column `period`, `start` and `end` apply to; by default the
@@ -386,16 +435,18 @@ def filter_rows(
 
 
 def period_bounds(period: str) -> tuple[datetime, datetime]:
-    """The first moment of a period and the first moment after it: a year "2024", a quarter
-    "2024-Q3", a month "2024-03" or a day "2024-03-15"."""
+    """The first moment of a period and the first moment after it: a year "2024", a half
+    "2024-H2", a quarter "2024-Q3", a month "2024-03" or a day "2024-03-15"."""
     match = _PERIOD.match(period.strip())
     if match is None:
         raise ToolError(
-            f"period {period!r} is not a year, quarter, month or day: write e.g. '2024', "
-            f"'2024-Q3', '2024-03' or '2024-03-15' (or give start and end)"
+            f"period {period!r} is not a year, half, quarter, month or day: write e.g. '2024', "
+            f"'2024-H2', '2024-Q3', '2024-03' or '2024-03-15' (or give start and end)"
         )
     year = int(match["year"])
-    if match["quarter"]:
+    if match["half"]:
+        low, months = datetime(year, 6 * int(match["half"]) - 5, 1), 6
+    elif match["quarter"]:
         first = 3 * int(match["quarter"]) - 2
         low, months = datetime(year, first, 1), 3
     elif match["day"]:

@@ -202,8 +202,8 @@ def test_a_familys_own_measures_follow_its_tables(
 def test_smoke_limit_and_planners_choose_what_runs(
     agents: ModuleType, fakes: list[ModuleType]
 ) -> None:
-    """`--smoke`: one tuning task, the first planner, the first model; `--limit` and
-    `--planners` cut the rest."""
+    """`--smoke`: one tuning task, the first planner, the first model; `--skip`, `--limit`
+    and `--planners` cut the rest."""
 
     def ran(selection: Any, models: list[str]) -> list[tuple[str, str, str, str]]:
         records, _ = asyncio.run(agents.measure(fakes, models, selection, make_model=scripted))
@@ -223,6 +223,8 @@ def test_smoke_limit_and_planners_choose_what_runs(
         ("a", "other", "held-out", "q2"),
         ("b", "other", "held-out", "q2"),
     ]
+    later = agents.Selection(halves=("held-out",), planners=("other",), skip=1, limit=1)
+    assert ran(later, ["a"]) == [("a", "other", "held-out", "q4")]
 
 
 def test_the_tools_family_runs_through_the_driver(agents: ModuleType, tmp_path: Path) -> None:

@@ -27,11 +27,12 @@ from agentrt import (
     Workspace,
 )
 from agentrt.planning.pipeline import Filters, Requirements, TimeRequirement
+from agentrt.planning.pipeline.periods import named_period, period_bounds
 from agentrt.planning.pipeline.requirements import (
     columns_in_names,
     on_values,
-    period_bounds,
     where_by_values,
+    with_named_period,
     without_uncued,
 )
 from tests.analysis_answers import NO_CHANGE
@@ -586,6 +587,9 @@ def test_a_grouping_needs_its_name_a_word_of_it_or_a_value_in_the_question(
         ("revenue in May 2024", "2024-03", False),
         ("revenue on 2024-03-15", "2024-03-15", True),
         ("revenue by region", "2024", False),
+        ("revenue in the second half of 2024", "2024-H2", True),
+        ("revenue in H1 2024", "2024-h1", True),
+        ("revenue in the second half of 2024", "2024-H1", False),
     ],
 )
 def test_a_period_needs_its_year_and_its_quarter_or_month_in_the_question(
@@ -628,6 +632,8 @@ def test_a_time_column_needs_a_word_of_time_in_the_question(
         ("2024-02", "2024-02-01", "2024-02-29"),
         ("2023-12", "2023-12-01", "2023-12-31"),
         ("2024-03-15", "2024-03-15", "2024-03-15"),
+        ("2024-H1", "2024-01-01", "2024-06-30"),
+        ("2023-h2", "2023-07-01", "2023-12-31"),
     ],
 )
 def test_period_bounds(period: str, first: str, last_day: str) -> None:
@@ -636,7 +642,9 @@ def test_period_bounds(period: str, first: str, last_day: str) -> None:
     assert (bounds[0].isoformat(), bounds[1].isoformat()) == (first, last_day)
 
 
-@pytest.mark.parametrize("text", ["Q3 2024", "2024-13", "2024-Q5", "2024-02-30", "last year"])
+@pytest.mark.parametrize(
+    "text", ["Q3 2024", "2024-13", "2024-Q5", "2024-H3", "2024-02-30", "last year"]
+)
 def test_what_is_not_a_period(text: str) -> None:
     assert period_bounds(text) is None
     r = Requirements(filters=Filters(period=text))
@@ -790,3 +798,101 @@ async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
     (fallback,) = of(events, PlannerFallbackEvent)
     assert fallback.to == "react"
     assert "Which figures should I chart?" in (last(events).answer or "")
+
+
+# ── the period a question names ───────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("question", "period"),
+    [
+        ("which region had the highest revenue in 2024?", "2024"),
+        ("What was our revenue in the second half of 2024?", "2024-H2"),
+        ("revenue in h1 2023", "2023-H1"),
+        ("How much revenue did we make in Q3 2024?", "2024-Q3"),
+        ("sales in the 4th quarter of 2023", "2023-Q4"),
+        ("units sold in March 2024", "2024-03"),
+        ("revenue for 2024-07", "2024-07"),
+        # Two years compare them; two quarters of one year are not one period.
+        ("By how much did total revenue grow from 2023 to 2024, in percent?", None),
+        ("compare Q1 and Q2 of 2024", None),
+        # "may" is a month only beside a year.
+        ("what may revenue have been in 2024?", "2024"),
+        ("revenue by region", None),
+    ],
+)
+def test_the_period_a_question_names(question: str, period: str | None) -> None:
+    assert named_period(question.lower()) == period
+
+
+@pytest.mark.parametrize(
+    ("question", "held", "period"),
+    [
+        # Left out, or written as its year only: the question's period.
+        ("What was our revenue in the second half of 2024?", None, "2024-H2"),
+        ("What was our revenue in the second half of 2024?", "2024", "2024-H2"),
+        # A period the model wrote otherwise is the cue check's to judge, not replaced.
+        ("What was our revenue in the second half of 2024?", "2024-Q4", "2024-Q4"),
+        # A number that reads as a year the data does not hold is no period.
+        ("how many orders had revenue above 2000?", None, None),
+    ],
+)
+def test_a_period_named_in_the_question_is_the_filter(
+    question: str, held: str | None, period: str | None
+) -> None:
+    r = Requirements(metrics=["revenue"], filters=Filters(period=held))
+    found, filled = with_named_period(r, question, DATES)
+    assert found.filters.period == period
+    assert filled == ([f"filters.period={period}: named in the question"] if period != held else [])
+
+
+async def test_the_second_half_of_a_year_is_filtered_though_the_model_left_it_out(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B wrote no period for "the second half of 2024", and the vocabulary had no
+    half: the run totalled both years."""
+    read = asked(analysis=["total"], outputs=["table"])
+    question = "What was our revenue in the second half of 2024?"
+    events, _ = await run(default_workspace, tmp_path, question, intent("summary"), read, NO_CHANGE)
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert of(events, RequirementsEvent)[0].filled == [
+        "filters.period=2024-H2: named in the question"
+    ]
+    calls = {e.name: e.arguments for e in of(events, ToolCallEvent)}
+    assert calls["filter_rows"]["period"] == "2024-H2"
+    half = sales[(sales.date >= "2024-07-01") & (sales.date <= "2024-12-31")]
+    assert str(round(half.revenue.sum(), 2)) in (end.answer or "")
+
+
+async def test_growth_between_two_years_is_computed_not_left_to_the_model(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """Years compared are compared by year, the grouping the chart plots stays in the plan
+    though no requirement names it, and the answer states the later year's difference and
+    percent change, which the 1.5B got wrong when it had to work them out from a table."""
+    read = asked(time={"column": None, "grain": "unknown"}, analysis=["trend"], outputs=["table"])
+    question = "By how much did total revenue grow from 2023 to 2024, in percent?"
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("time_series_grouped"), read, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert of(events, RequirementsEvent)[0].filled == [
+        "time.column=date: a trend needs a date column, and the data has one",
+        "time.grain=year: the question compares years",
+    ]
+    assert called(events) == [
+        "load_dataset",
+        "parse_datetime",
+        "aggregate",
+        "plot_line",
+        "save_dataframe",
+    ]
+    assert {e.arguments.get("data") for e in of(events, ToolCallEvent)[-2:]} == {"totals"}
+    by_year = sales.groupby(sales.date.dt.year)["revenue"].sum()
+    growth = (by_year[2024] / by_year[2023] - 1) * 100
+    assert f"2024 against 2023: a difference of {money(by_year[2024] - by_year[2023])}" in (
+        end.answer or ""
+    )
+    assert f"({growth:+,.2f} %)" in (end.answer or "")

@@ -469,6 +469,47 @@ def test_explicit_grains_and_text_dates(use: Call, artifacts: dict[str, Any]) ->
     assert "grain" not in out
 
 
+@pytest.mark.parametrize(
+    ("grain", "first", "second"),
+    [("year", "2023", "2024"), ("quarter", "2023-Q1", "2023-Q2"), ("month", "2023-01", "2023-02")],
+)
+def test_two_rows_say_their_difference_and_percent_change(
+    use: Call, sales: pd.DataFrame, grain: str, first: str, second: str
+) -> None:
+    """Two totals (two periods, or two categories) come with the second's difference from the
+    first and its change in percent, so that no model does the arithmetic; periods are
+    labelled as their grain writes them."""
+    use("load_dataset")
+    label = {"year": "Y", "quarter": "Q", "month": "M"}[grain]
+    sales = sales.assign(date=pd.to_datetime(sales.date))
+    periods = sales.date.dt.to_period(label)
+    two = sales[periods.isin(periods.drop_duplicates().iloc[:2])]
+    use("filter_rows", start=str(two.date.min().date()), end=str(two.date.max().date()))
+    out = use("aggregate", metrics=["revenue"], time_column="date", grain=grain)
+    totals = two.groupby(two.date.dt.to_period(label))["revenue"].sum()
+    change = out["change"]
+    assert (change["from"], change["to"]) == (first, second)
+    assert change["difference"] == pytest.approx(totals.iloc[1] - totals.iloc[0], abs=0.01)
+    assert change["percent"] == pytest.approx((totals.iloc[1] / totals.iloc[0] - 1) * 100, abs=0.01)
+    channels = use("aggregate", metrics=["revenue"], group_by=["channel"], name="channels")
+    assert (channels["change"]["from"], channels["change"]["to"]) == ("Online", "Store")
+
+
+def test_more_rows_name_their_highest_and_lowest(use: Call, sales: pd.DataFrame) -> None:
+    use("load_dataset")
+    out = use("aggregate", metrics=["revenue"], time_column="date", grain="month")
+    by_month = sales.groupby(pd.to_datetime(sales.date).dt.to_period("M"))["revenue"].sum()
+    assert out["highest"] == {str(by_month.idxmax()): pytest.approx(by_month.max(), abs=0.01)}
+    assert out["lowest"] == {str(by_month.idxmin()): pytest.approx(by_month.min(), abs=0.01)}
+    by_both = use("aggregate", metrics=["revenue"], group_by=["region", "channel"], name="both")
+    cells = sales.groupby(["region", "channel"])["revenue"].sum()
+    assert list(by_both["highest"]) == [" / ".join(cells.idxmax())]
+    # Several metrics, or one total: nothing to read off.
+    two = use("aggregate", metrics=["revenue", "units"], group_by=["region"], name="two")
+    total = use("aggregate", metrics=["revenue"], name="total")
+    assert not {"change", "highest"} & (two.keys() | total.keys())
+
+
 def test_parse_datetime_with_a_format_and_bad_values(use: Call, artifacts: dict[str, Any]) -> None:
     artifacts["data"] = pd.DataFrame({"when": ["31/01/2024", "29/02/2024", "soon", None]})
     out = use("parse_datetime", column="when", format="%d/%m/%Y", name="parsed")

@@ -44,6 +44,8 @@ def test_load_lists_the_category_columns_values(use: Any, sales: pd.DataFrame) -
         ("2024-03", "2024-03-01", "2024-04-01"),
         ("2023-12", "2023-12-01", "2024-01-01"),
         ("2024-02-29", "2024-02-29", "2024-03-01"),
+        ("2024-H2", "2024-07-01", "2025-01-01"),
+        ("2023-h1", "2023-01-01", "2023-07-01"),
     ],
 )
 def test_a_period_keeps_its_dates(
@@ -91,7 +93,7 @@ def test_categories_and_dates_together(
         ),
         ({"where": {"country": "France"}}, "'country'"),
         ({"period": "2022"}, "its dates run from 2023-01-01 to 2024-12-31"),
-        ({"period": "Q3 2024"}, "period 'Q3 2024' is not a year, quarter, month or day"),
+        ({"period": "Q3 2024"}, "period 'Q3 2024' is not a year, half, quarter, month or day"),
         ({"start": "March"}, "start 'March' is not a date"),
     ],
     ids=["nothing", "unknown-value", "unknown-column", "no-dates", "bad-period", "bad-start"],

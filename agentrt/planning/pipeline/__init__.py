@@ -2,8 +2,10 @@
 checks, not the model, hold the line.
 
     requirements.py   what the question asks of the data, in a closed vocabulary
+    periods.py        the periods a filter keeps, and the one a question names in words
     adaptation.py     the template bound to the requirements, and the model's changes to it
     coverage.py       the gate: every requirement has a step, every step a requirement
+    completion.py     the plan completed by the planner: unneeded steps out, missing ones in
     repair.py         safe repairs as the plan runs; semantic ones refused
     planner.py        the run: the model's three questions, the gate, execution
 

@@ -80,13 +80,20 @@ def check_coverage(
             if label in s.satisfies and registry.serves(s.tool, label) and rules.hold(i, s, label)
         ]
         (covered if serving else missing).append(label)
+    idle = _unread(
+        steps,
+        {
+            s.id
+            for s in steps
+            if not any(label in labels and registry.serves(s.tool, label) for label in s.satisfies)
+        },
+    )
     # A filter that keeps other rows than the question names, or filters what was computed
     # already, changes the analysis: no requirement justifies it.
     unjustified = [
         s.id
         for i, s in enumerate(steps)
-        if not any(label in labels and registry.serves(s.tool, label) for label in s.satisfies)
-        or (registry.serves(s.tool, "filters") and not rules.hold(i, s, "filters"))
+        if s.id in idle or (registry.serves(s.tool, "filters") and not rules.hold(i, s, "filters"))
     ]
     problems = [
         f"Step {s.id} uses {s.tool}, which is not offered: use one of {', '.join(offered)}"
@@ -99,6 +106,22 @@ def check_coverage(
         unjustified=unjustified,
         problems=problems,
     )
+
+
+def _unread(steps: Sequence[PipelineStep], idle: set[str]) -> set[str]:
+    """Of the steps that serve no requirement (`idle`), those whose frame (`name`) no needed
+    step after them reads (`data`): a grouping that only a chart plots serves through the
+    chart. Taking it out had the chart and the table read the raw rows (issue 24)."""
+    idle = set(idle)
+    while needed := {
+        s.id
+        for i, s in enumerate(steps)
+        if s.id in idle
+        and isinstance(made := s.params.get("name"), str)
+        and any(t.id not in idle and t.params.get("data") == made for t in steps[i + 1 :])
+    }:
+        idle -= needed
+    return idle
 
 
 @dataclass(frozen=True, slots=True)

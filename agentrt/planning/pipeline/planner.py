@@ -69,6 +69,7 @@ from agentrt.planning.pipeline.requirements import (
     on_values,
     requirement_texts,
     where_by_values,
+    with_named_period,
     with_named_values,
     with_time_column,
     without_uncued,
@@ -277,7 +278,8 @@ class _Pipeline:
                 asked, grain = grain_in_group_by(asked, columns, list(dates))
                 asked, moved = where_by_values(asked, categories)
                 asked, values = with_named_values(asked, self.task.query, categories)
-                moved = [*named, *grain, *moved, *values]
+                asked, period = with_named_period(asked, self.task.query, dates)
+                moved = [*named, *grain, *moved, *values, *period]
                 found = on_columns(asked, columns)
                 if isinstance(found, Requirements):
                     found = on_values(found, categories, dates)
@@ -287,7 +289,7 @@ class _Pipeline:
         else:
             msg = f"the question's requirements could not be read, twice: {problem}"
             raise PipelineFailed(msg)
-        found, filled = with_time_column(found, list(dates))
+        found, filled = with_time_column(found, self.task.query, list(dates))
         self.ctx.emit(
             RequirementsEvent,
             requirements=found.model_dump(mode="json"),

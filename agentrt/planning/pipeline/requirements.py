@@ -13,6 +13,13 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from agentrt.planning.pipeline.periods import (
+    named_period,
+    period_bounds,
+    period_cued,
+    years_named,
+)
+
 __all__ = [
     "Analysis",
     "Filters",
@@ -28,6 +35,7 @@ __all__ = [
     "requirement_labels",
     "requirement_texts",
     "where_by_values",
+    "with_named_period",
     "with_named_values",
     "with_time_column",
     "without_uncued",
@@ -54,8 +62,8 @@ class Filters(BaseModel):
     where: dict[str, list[str]] = {}
     """Category column → the values kept (`{"product_category": ["Electronics"]}`)."""
     period: str | None = None
-    """The dates kept: a year "2024", a quarter "2024-Q3", a month "2024-03", a day
-    "2024-03-15"."""
+    """The dates kept: a year "2024", a half "2024-H2", a quarter "2024-Q3", a month
+    "2024-03", a day "2024-03-15"."""
 
     def __bool__(self) -> bool:
         return bool(self.where) or self.period is not None
@@ -131,39 +139,6 @@ def on_columns(r: Requirements, columns: list[str]) -> Requirements | str:
     )
 
 
-_PERIOD = re.compile(
-    r"^(?P<year>\d{4})(?:-(?:Q(?P<quarter>[1-4])|(?P<month>0[1-9]|1[0-2])(?:-(?P<day>\d{2}))?))?$"
-)
-"""A period as the `filters` vocabulary writes it (`filter_rows` reads the same forms)."""
-_MONTHS = [
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
-]  # fmt: skip
-_ORDINALS = ["first", "second", "third", "fourth"]
-
-
-def period_bounds(period: str) -> tuple[date, date] | None:
-    """The first and last day of a period ("2024", "2024-Q3", "2024-03", "2024-03-15"); None
-    for text that is not one."""
-    match = _PERIOD.match(period.strip().upper())
-    if match is None:
-        return None
-    year = int(match["year"])
-    try:
-        if match["day"]:
-            day = date(year, int(match["month"]), int(match["day"]))
-            return day, day
-        if match["quarter"] or match["month"]:
-            first = 3 * int(match["quarter"]) - 2 if match["quarter"] else int(match["month"])
-            months = 3 if match["quarter"] else 1
-            after = first - 1 + months
-            end = date(year + after // 12, after % 12 + 1, 1)
-            return date(year, first, 1), date.fromordinal(end.toordinal() - 1)
-    except ValueError:
-        return None
-    return date(year, 1, 1), date(year, 12, 31)
-
-
 def on_values(
     r: Requirements,
     categories: Mapping[str, list[str]] | None,
@@ -201,18 +176,46 @@ def on_values(
         if bounds is None:
             return (
                 f'filters.period: {r.filters.period!r} is not a period; write a year "2024", '
-                f'a quarter "2024-Q3", a month "2024-03" or a day "2024-03-15"'
+                f'a half "2024-H2", a quarter "2024-Q3", a month "2024-03" or a day "2024-03-15"'
             )
-        spans = [(str(d.get("min", ""))[:10], str(d.get("max", ""))[:10]) for d in dates.values()]
-        first, last = (bounds[0].isoformat(), bounds[1].isoformat())
-        if spans and not any(lo and hi and first <= hi and last >= lo for lo, hi in spans):
-            lo, hi = spans[0]
+        if not _in_data(bounds, dates):
+            lo, hi = _spans(dates)[0]
             return (
                 f"filters.period: the data has no dates in {period}; "
                 f"its dates run from {lo} to {hi}"
             )
     filters = Filters(where={**r.filters.where, **where}, period=period)
     return r.model_copy(update={"filters": filters})
+
+
+def _spans(dates: Mapping[str, Mapping[str, object]]) -> list[tuple[str, str]]:
+    return [(str(d.get("min", ""))[:10], str(d.get("max", ""))[:10]) for d in dates.values()]
+
+
+def _in_data(bounds: tuple[date, date], dates: Mapping[str, Mapping[str, object]]) -> bool:
+    """A period overlaps the dates of one of the data's date columns (or the data lists none)."""
+    spans = _spans(dates)
+    first, last = bounds[0].isoformat(), bounds[1].isoformat()
+    return not spans or any(lo and hi and first <= hi and last >= lo for lo, hi in spans)
+
+
+def with_named_period(
+    r: Requirements, query: str, dates: Mapping[str, Mapping[str, object]]
+) -> tuple[Requirements, list[str]]:
+    """The period `query` names in words, kept as the filter the model left out or wrote
+    less precisely (its year only), and a note of it: the 1.5B wrote no period for "the
+    second half of 2024" (issue 24). Only a period within the data's dates: a number such
+    as "above 2000" is not taken for a year the data lacks."""
+    named = named_period(query.lower())
+    bounds = period_bounds(named) if named else None
+    held = r.filters.period
+    if named is None or bounds is None or not _in_data(bounds, dates):
+        return r, []
+    if held is not None and (held.strip().upper() == named or held.strip() != named[:4]):
+        return r, []
+    filters = r.filters.model_copy(update={"period": named})
+    note = f"filters.period={named}: named in the question"
+    return r.model_copy(update={"filters": filters}), [note]
 
 
 def columns_in_names(r: Requirements, columns: list[str]) -> tuple[Requirements, list[str]]:
@@ -319,14 +322,24 @@ def with_named_values(
     return r.model_copy(update={"filters": r.filters.model_copy(update={"where": where})}), notes
 
 
-def with_time_column(r: Requirements, dates: list[str]) -> tuple[Requirements, list[str]]:
-    """A trend needs a time column: when the question asks for one and names none, the
-    dataset's only date column (of `dates`) is it."""
-    if "trend" not in r.analysis or r.time.column is not None or len(dates) != 1:
-        return r, []
-    time = r.time.model_copy(update={"column": dates[0]})
-    note = f"time.column={dates[0]}: a trend needs a date column, and the data has one"
-    return r.model_copy(update={"time": time}), [note]
+def with_time_column(
+    r: Requirements, query: str, dates: list[str]
+) -> tuple[Requirements, list[str]]:
+    """A trend, or years compared ("from 2023 to 2024"), needs a time column: when the
+    question asks for one and the model named none, the dataset's only date column (of
+    `dates`) is it. Years compared with no grain named are compared by year, not by the
+    month the data's span would choose (the 1.5B's growth question got 24 months)."""
+    years = len(years_named(query.lower())) >= 2
+    notes: list[str] = []
+    time = r.time
+    if ("trend" in r.analysis or years) and time.column is None and len(dates) == 1:
+        time = time.model_copy(update={"column": dates[0]})
+        why = "a trend needs" if "trend" in r.analysis else "years compared need"
+        notes.append(f"time.column={dates[0]}: {why} a date column, and the data has one")
+    if years and time.column is not None and time.grain == "unknown":
+        time = time.model_copy(update={"grain": "year"})
+        notes.append("time.grain=year: the question compares years")
+    return (r.model_copy(update={"time": time}), notes) if notes else (r, [])
 
 
 def requirement_texts(r: Requirements) -> list[str]:
@@ -381,7 +394,7 @@ def without_uncued(
             uncued = [v for v in kept if v not in cued]
             dropped.append(f"filters.where.{column}=[{', '.join(uncued)}]")
     period = r.filters.period
-    if period is not None and not _period_cued(period, question):
+    if period is not None and not period_cued(period, question):
         dropped.append(f"filters.period={period}")
         period = None
     time = r.time
@@ -429,22 +442,5 @@ def _time_cued(column: str, question: str, trend: list[str]) -> bool:
         any(w in question for w in trend)
         or _TIME_WORDS.search(question) is not None
         or _holds(question, column.lower().replace("_", " "))
+        or len(years_named(question)) >= 2
     )
-
-
-def _period_cued(period: str, question: str) -> bool:
-    match = _PERIOD.match(period.strip().upper())
-    if match is None:
-        return False  # on_values says what is wrong with it, if it is ever kept
-    if match["year"] not in question:
-        return False
-    if period.strip().lower() in question:
-        return True
-    if match["quarter"]:
-        n = int(match["quarter"])
-        cue = rf"\bq{n}\b|\bquarter {n}\b|\b{_ORDINALS[n - 1]} quarter|\b{n}(?:st|nd|rd|th) quarter"
-        return re.search(cue, question) is not None
-    if match["month"]:
-        month = _MONTHS[int(match["month"]) - 1]
-        return re.search(rf"\b(?:{month}|{month[:3]}\.?)\b", question) is not None
-    return True
