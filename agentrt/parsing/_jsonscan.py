@@ -2,8 +2,9 @@
 
 `ObjectScanner` finds where a streamed JSON object ends without parsing it: it follows only the
 brace depth, whether it is inside a string, and whether the previous string character was a
-backslash. That state survives between calls, so each character is looked at once however the
-text is chunked. Regular expressions jump to the next character that can change the state.
+backslash (and, in text that may hold markup, whether a ``<`` came outside a string). That
+state survives between calls, so each character is looked at once however the text is chunked.
+Regular expressions jump to the next character that can change the state.
 
 `loads` and `load_object` wrap `json.loads` so that every failure, including the ones that are
 not `JSONDecodeError` (huge integers, deep nesting), becomes a `JSONProblem` whose message a
@@ -22,21 +23,27 @@ __all__ = ["JSONProblem", "ObjectScanner", "kind", "load_object", "loads"]
 _DECODER = json.JSONDecoder(strict=False)
 _IN_STRING = re.compile(r'["\\]')
 _OUTSIDE_STRING = re.compile(r'["{}]')
+_OUTSIDE_STRING_OR_TAG = re.compile(r'["{}<]')
 
 
 class ObjectScanner:
     """The state of a scan through a JSON object, from its opening brace to its closing one."""
 
-    __slots__ = ("depth", "escaped", "in_string")
+    __slots__ = ("_outside", "broken", "depth", "escaped", "in_string")
 
-    def __init__(self, depth: int = 0, *, in_string: bool = False) -> None:
+    def __init__(self, depth: int = 0, *, in_string: bool = False, tags: bool = False) -> None:
         self.depth = depth
         self.in_string = in_string
         self.escaped = False
+        self.broken = False
+        """With `tags`: a ``<`` came outside a string, where no JSON has one, so the object can
+        never close (a model left it open and went on to a call tag)."""
+        self._outside = _OUTSIDE_STRING_OR_TAG if tags else _OUTSIDE_STRING
 
     def scan(self, text: str, pos: int, end: int) -> int:
         """Scan `text[pos:end]`; return the index just past the brace that closes the object,
-        or -1 when the object is still open at `end`."""
+        or -1 when the object is still open at `end`. When the scan breaks (`broken`), return
+        the index of the ``<``."""
         while pos < end:
             if self.escaped:
                 self.escaped = False
@@ -51,11 +58,14 @@ class ObjectScanner:
                 else:
                     self.in_string = False
             else:
-                match = _OUTSIDE_STRING.search(text, pos, end)
+                match = self._outside.search(text, pos, end)
                 if match is None:
                     return -1
                 pos = match.end()
                 char = match.group()
+                if char == "<":
+                    self.broken = True
+                    return match.start()
                 if char == '"':
                     self.in_string = True
                 elif char == "{":

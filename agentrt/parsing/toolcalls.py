@@ -42,7 +42,8 @@ state machine over characters:
      │                  ├── call token ──► TEXT, as at a line's start
      │                  └── "<invoke " outside a MiniMax block ──► text, TEXT
      ├─ "{" ──► JSON_OPEN ── '"' ──► JSON_BODY ── closing "}" ──► call: SEQ; else text, TEXT
-     │                                 └── first newline, no call keys yet ──► text, TEXT
+     │                                 ├── first newline, no call keys yet ──► text, TEXT
+     │                                 └── "<" outside a string ──► invalid call or text, TEXT
      ├─ "[" ──► SEQ ── "{" ──► JSON_OPEN …        SEQ ── "," / ";" then "{" ──► JSON_OPEN …
      │           │                                 SEQ ── "]" ──► TEXT; anything else: text
      │           └─ letter ──► WORD ── "tool(" ──► PY ── ")" ──► call, PY_SEP ── "," ──► WORD …
@@ -59,7 +60,9 @@ An object first on its line (or after a call token, or in a fence) is a call whe
 a JSON example in prose stays text. An object that does not parse but shows those same marks is an
 `InvalidPiece`; anything else is text. An object whose first line shows no call key is released
 at that newline, so an unbalanced ``{"`` cannot hide what follows; one still unbalanced after
-`JSON_LIMIT` characters is released too.
+`JSON_LIMIT` characters is released too. A ``<`` outside a string ends a candidate at once (no
+JSON has one there): a model that leaves an object open and goes on to ``<tool_call>`` on the
+same line has that call read, and the open object, if it showed a call, is an `InvalidPiece`.
 
 Only a pending candidate is held. When it turns out not to be a call, what was held is released
 as text and the character that decided it is read again in TEXT; every decision depends on the
@@ -676,7 +679,7 @@ class ToolCallParser:
         if char == '"':
             self._held.append(char)
             self._json_len += 1
-            self._scanner = ObjectScanner(2 if self._doubled else 1, in_string=True)
+            self._scanner = ObjectScanner(2 if self._doubled else 1, in_string=True, tags=True)
             self._state = _JSON_BODY
             return j + 1
         if char == "{" and self._json_len == 1:
@@ -739,6 +742,8 @@ class ToolCallParser:
         return i
 
     def _end_json(self, i: int) -> int:
+        if self._scanner.broken:
+            return self._broken_json(i)
         if self._call_name is not None:
             return self._end_mistral_call(i)
         held = "".join(self._held)
@@ -771,6 +776,32 @@ class ToolCallParser:
             self._container = "[" if in_array else ";"
             self._seq_first = False
             self._sep_seen = False
+        return i
+
+    def _broken_json(self, i: int) -> int:
+        """A "<" outside a string at `i`: the object can never close. One that shows a call is a
+        malformed call, anything else text; either way the "<" is read again in TEXT, so the
+        call tag a model writes after a broken object on the same line is still read."""
+        held = "".join(self._held)
+        source = held[-self._json_len :]
+        name, self._call_name = self._call_name, None
+        form = _MISTRAL_FORM if name is not None else '{"name": "NAME", "arguments": {...}}'
+        if name is None:
+            hint = _NAME_HINT.search(source)
+            if hint is None or (
+                hint.group(1) not in self._names
+                and (self._anywhere or _ARGUMENTS_HINT.search(source) is None)
+            ):
+                return self._give_up(i)
+            name = hint.group(1)
+        reason = (
+            f'the call of "{name}" is not valid JSON: its braces are still open where "<" '
+            f"begins. Write {form.replace('NAME', name)}, closed, before anything else."
+        )
+        self._held = []
+        self._emit(InvalidPiece(held, reason, name))
+        self._state = _TEXT
+        self._line_start = False
         return i
 
     def _on_seq(self, chunk: str, i: int) -> int:

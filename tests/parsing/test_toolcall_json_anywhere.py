@@ -40,6 +40,46 @@ def test_the_line_after_an_unbalanced_brace_is_released_at_its_newline() -> None
     assert parser.feed("\nmore") == [TextPiece('{"oops, not a call\nmore')]
 
 
+HERMES = '<tool_call>{"name": "calc", "arguments": {"expression": "3*3"}}</tool_call>'
+
+
+def test_a_call_tag_after_an_unbalanced_brace_on_the_same_line_is_read() -> None:
+    text = '{"a": "b", "c": 1 ' + HERMES + " done"
+    pieces = parse(text)
+    assert summary(pieces) == [("calc", {"expression": "3*3"}, "hermes")]
+    assert visible(pieces) == '{"a": "b", "c": 1  done'
+
+
+def test_an_unclosed_call_before_a_call_tag_is_invalid_and_the_tag_still_runs() -> None:
+    for broken in (
+        '{"name": "calc", "arguments": {"expression": "2+2"} ',  # at a line's start
+        'Sure: {"name": "calc", "arguments": {"expression": "2+2" ',  # mid-line, a known tool
+    ):
+        pieces = parse(broken + HERMES + "\n")
+        [bad, good] = calls(pieces)
+        assert isinstance(bad, InvalidPiece)
+        assert bad.name == "calc"
+        assert "braces are still open" in bad.reason
+        assert broken.endswith(bad.raw)
+        assert good == CallPiece("calc", {"expression": "3*3"}, HERMES, "hermes")
+
+
+def test_a_less_than_sign_inside_a_string_is_still_json() -> None:
+    text = '{"name": "calc", "arguments": {"expression": "1 < 2"}}'
+    assert summary(parse(text)) == [("calc", {"expression": "1 < 2"}, "json")]
+
+
+@FAST
+@given(
+    st.sampled_from(['{"x": 1 ', '{"name": "calc", "arguments": {"e": 2 ', '[{"q": 3 ']), st.data()
+)
+def test_a_broken_object_then_a_call_tag_whatever_the_chunking(
+    broken: str, data: st.DataObject
+) -> None:
+    pieces = assert_chunking_invariant("ok " + broken + HERMES + " end", data)
+    assert summary(pieces)[-1] == ("calc", {"expression": "3*3"}, "hermes")
+
+
 def test_a_bare_call_on_the_next_line_is_found() -> None:
     text = '{"a": "never closed\n' + CALC + "\n"
     assert calls(parse(text)) == [CallPiece("calc", {"expression": "2+2"}, CALC, "json")]
