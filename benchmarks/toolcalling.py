@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/toolcalling.py --models local:small local
     .venv/bin/python benchmarks/toolcalling.py --half held-out        # only for the final count
     .venv/bin/python benchmarks/toolcalling.py --limit 8              # a smoke run
+    .venv/bin/python benchmarks/toolcalling.py --kinds parallel       # one kind of question
     .venv/bin/python benchmarks/toolcalling.py --max-tokens 512       # read whole prose answers
     .venv/bin/python benchmarks/toolcalling.py --min-fit 0 0.1        # also gated by tool fit
 
@@ -310,12 +311,14 @@ def main() -> None:
         help="retrieval fit gates below which no tool is offered (0: off)",
     )
     args.add_argument("--half", choices=["dev", "held-out"], default="dev")
+    args.add_argument("--kinds", nargs="+", choices=KINDS, default=KINDS, help="ask only these")
     args.add_argument("--limit", type=int, default=None, help="ask only this many questions")
     args.add_argument("--max-tokens", type=int, default=192, help="a first turn's token cap")
     args.add_argument("--json", type=Path, help="also write the tallies here")
     options = args.parse_args()
     tools, questions = load()
-    chosen = half(questions, options.half)[: options.limit]
+    chosen = [q for q in half(questions, options.half) if q.kind in options.kinds]
+    chosen = chosen[: options.limit]
     count = sum(map(len, tools.values()))
     print(f"{len(tools)} domains, {count} tools; {len(chosen)} questions ({options.half})")
     # Timed first: after the model runs, the same process timed the same parse at 2,274 and
