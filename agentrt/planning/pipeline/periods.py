@@ -1,6 +1,6 @@
-"""The periods of the pipeline's `filters` vocabulary, as `filter_rows` reads them: a year
-"2024", a half "2024-H2", a quarter "2024-Q3", a month "2024-03", a day "2024-03-15"; and the
-period a question names in words ("the second half of 2024", "Q3 2024", "in March 2024")."""
+"""Internal. The periods of the pipeline's `filters` vocabulary, as `filter_rows` reads them: a
+year "2024", a half "2024-H2", a quarter "2024-Q3", a month "2024-03", a day "2024-03-15"; and
+the period a question names in words ("the second half of 2024", "Q3 2024", "in March 2024")."""
 
 from __future__ import annotations
 
