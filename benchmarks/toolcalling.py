@@ -56,6 +56,7 @@ from agentrt import (
     AgentSettings,
     Model,
     ModelResponseEvent,
+    RunFinishedEvent,
     Tool,
     ToolCallEvent,
     ToolCallInvalidEvent,
@@ -220,6 +221,10 @@ async def first_turn(model: Model, tools: list[Tool], question: Question, mode: 
                 turn.invalid = True
             elif isinstance(event, ModelResponseEvent) and event.purpose == "turn":
                 turn.cut = cap is not None and event.usage.completion_tokens >= cap
+            elif isinstance(event, RunFinishedEvent) and event.status == "error":
+                # Not a model's answer: missing weights once scored every question as no call.
+                msg = f"{question.id}: the run failed: {event.error}"
+                raise SystemExit(msg)
     return turn
 
 
