@@ -901,6 +901,7 @@ class Agent(Generic[DepsT, OutputT]):
                 instructions=instructions,
                 tools=tools,
                 native_tools=self.model.native_tools,
+                calls_in_text=getattr(self.model, "calls_in_text", False),
                 tool_format=self._tool_format or "hermes",
                 **variables,
             )

@@ -157,6 +157,14 @@ class Model(Protocol):
     `getattr`): the tool-call format its model's family writes, when the backend knows better
     than its name does (the embedded model reads its chat template). Without it, the model's
     name decides (`agentrt.models.formats.format_for_name`).
+
+    A backend may also say `calls_in_text = True` (read with `getattr`, default False): though
+    it shows the model the tools itself (`native_tools`), the model writes its calls as text in
+    its family's format, which agentrt reads (the embedded model). The react prompt then shows
+    one reply of several calls in that format, where `prompts/tool_formats/several/` has one: a
+    0.5B model otherwise wrote one call for several things asked, or packed them into one
+    argument. A server that parses the calls itself leaves it False: its model is shown no
+    text form of a call.
     """
 
     @property

@@ -80,6 +80,8 @@ class LocalModel:
 
     native_tools = True
     """Tools go to the chat template, not into agentrt's prompt (see the module docstring)."""
+    calls_in_text = True
+    """The model writes its calls as text, which agentrt reads (see `Model`)."""
     starts_in_reasoning = False
     """Whether the GGUF's chat template ends the prompt inside an open ``<think>`` (see
     `Model`): read from the template when the model loads, before its first answer."""

@@ -132,6 +132,20 @@ class TestInARun:
         system = model.requests[-1].messages[0].content
         assert "Call a tool only when it does what the question asks" in system
         assert "TOOL_NAME" not in system
+        assert "lookup_elevation" not in system
+
+    @pytest.mark.parametrize(("fmt", "shown"), [("hermes", True), ("pythonic", False)])
+    async def test_a_model_writing_calls_as_text_is_shown_several_in_its_format(
+        self, tmp_path: Path, fmt: ToolFormat, shown: bool
+    ) -> None:
+        """Native tools, calls written as text (`calls_in_text`, the embedded model): one reply
+        of two calls in the model's format, where the workspace has one for that format."""
+        model = ScriptedModel(["done"], name="qwen2.5", native_tools=True)
+        model.calls_in_text = True  # type: ignore[attr-defined]
+        await _agent(model, tmp_path, fmt).run("Weather in Lyon and Lima?")
+        system = model.requests[-1].messages[0].content
+        assert ('<tool_call>\n{"name": "lookup_elevation"' in system) is shown
+        assert "Call a tool only when it does what the question asks" in system
 
 
 @pytest.mark.parametrize("name", TOOL_FORMATS)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +39,25 @@ def calls(text: str) -> list[CallPiece]:
 def test_the_example_of_each_prompt_parses_back(fmt: str) -> None:
     found = [(c.name, c.arguments) for c in calls(example(fmt))]
     assert found == [("lookup", {"query": "x"})]
+
+
+SEVERAL = sorted((PROMPTS / "several").glob("*.j2"))
+ELEVATION = {"type": "object", "properties": {"place": {"type": "string"}}, "required": ["place"]}
+
+
+def test_several_calls_examples_exist_only_for_known_formats() -> None:
+    assert SEVERAL, "no several-calls example"
+    assert {p.stem for p in SEVERAL} <= set(TOOL_FORMATS)
+
+
+@pytest.mark.parametrize("path", SEVERAL, ids=lambda p: p.stem)
+def test_a_several_calls_example_parses_back_as_one_call_per_thing_asked(path: Path) -> None:
+    """The reply `calls_in_text` models are shown (react.j2) is read as the two calls it shows."""
+    parser = ToolCallParser([TagSpec("lookup_elevation", "place", parameters=ELEVATION)])
+    text = path.read_text(encoding="utf-8")
+    pieces = [*parser.feed(text), *parser.close()]
+    found = [(p.name, p.arguments) for p in pieces if isinstance(p, CallPiece)]
+    assert found == [
+        ("lookup_elevation", {"place": "Quito"}),
+        ("lookup_elevation", {"place": "Denver"}),
+    ]
