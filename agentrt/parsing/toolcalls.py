@@ -786,14 +786,9 @@ class ToolCallParser:
         source = held[-self._json_len :]
         name, self._call_name = self._call_name, None
         form = _MISTRAL_FORM if name is not None else '{"name": "NAME", "arguments": {...}}'
+        name = name or _hinted_name(source, self._names, anywhere=self._anywhere)
         if name is None:
-            hint = _NAME_HINT.search(source)
-            if hint is None or (
-                hint.group(1) not in self._names
-                and (self._anywhere or _ARGUMENTS_HINT.search(source) is None)
-            ):
-                return self._give_up(i)
-            name = hint.group(1)
+            return self._give_up(i)
         reason = (
             f'the call of "{name}" is not valid JSON: its braces are still open where "<" '
             f"begins. Write {form.replace('NAME', name)}, closed, before anything else."
@@ -1279,11 +1274,8 @@ def _json_call(
     try:
         value = load_object(text)  # `text` is a balanced {...}, so only a decode error is left
     except JSONProblem as exc:
-        hint = _NAME_HINT.search(text)
-        if hint is None:
-            return None
-        name = hint.group(1)
-        if name not in names and (anywhere or _ARGUMENTS_HINT.search(text) is None):
+        name = _hinted_name(text, names, anywhere=anywhere)
+        if name is None:
             return None
         reason = (
             f'the call of "{name}" is not valid JSON: {exc}. '
@@ -1300,6 +1292,18 @@ def _json_call(
     except JSONProblem as exc:
         return InvalidPiece(raw, str(exc), name)
     return CallPiece(name, arguments, raw, fmt)
+
+
+def _hinted_name(text: str, names: frozenset[str], *, anywhere: bool) -> str | None:
+    """The tool a malformed object calls, by the same test as a parsed one's (`_json_call`): a
+    name plus an arguments key or a registered name; None when it shows no call."""
+    hint = _NAME_HINT.search(text)
+    if hint is None:
+        return None
+    name = hint.group(1)
+    if name not in names and (anywhere or _ARGUMENTS_HINT.search(text) is None):
+        return None
+    return name
 
 
 def _call_name(obj: dict[str, Any]) -> str | None:
