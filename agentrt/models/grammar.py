@@ -19,7 +19,7 @@ from typing import Any
 
 from agentrt.models.base import ToolDefinition, for_llama_grammar
 
-__all__ = ["tool_turn_grammar"]
+__all__ = ["next_call_grammar", "tool_turn_grammar"]
 
 _TURN = r"""
 root ::= [ \n]* (calls | answer)
@@ -31,6 +31,10 @@ _CALLS_ONLY = r"""
 root ::= [ \n]* calls
 """
 """A turn that must call (`ModelRequest.must_call`): no answer in text."""
+_NEXT_CALL = r"""
+root ::= call-object "\n</tool_call>"
+"""
+"""One more call, its `<tool_call>` tag already written (`LocalModel.probe_calls`)."""
 _CALLS = r"""
 calls ::= call ([ \n]* call)*
 call ::= "<tool_call>\n" call-object "\n</tool_call>" | call-object
@@ -40,11 +44,18 @@ call ::= "<tool_call>\n" call-object "\n</tool_call>" | call-object
 def tool_turn_grammar(tools: list[ToolDefinition], *, answer: bool = True) -> str:
     """The GBNF text of a turn that answers (unless `answer` is False), or calls some of
     `tools` with valid arguments."""
-    return _grammar(tuple(t.model_dump_json() for t in tools), answer)
+    head = _TURN if answer else _CALLS_ONLY
+    return head.strip() + _CALLS + _call_object(tuple(t.model_dump_json() for t in tools))
+
+
+def next_call_grammar(tools: list[ToolDefinition]) -> str:
+    """The GBNF text of one call of `tools` after an open `<tool_call>` tag, and its close."""
+    return _NEXT_CALL.strip() + "\n" + _call_object(tuple(t.model_dump_json() for t in tools))
 
 
 @functools.lru_cache(maxsize=32)
-def _grammar(tools: tuple[str, ...], answer: bool) -> str:
+def _call_object(tools: tuple[str, ...]) -> str:
+    """The rules of `call-object`: a JSON object naming one of `tools` with its arguments."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     alternatives: list[dict[str, Any]] = []
@@ -64,5 +75,4 @@ def _grammar(tools: tuple[str, ...], answer: bool) -> str:
     schema = json.dumps({"anyOf": alternatives})
     object_rules = json_schema_to_gbnf(schema, ["name", "arguments"])
     # The converter names its start `root`; here it is one call's object.
-    object_rules = re.sub(r"^root ::=", "call-object ::=", object_rules, flags=re.MULTILINE)
-    return (_TURN if answer else _CALLS_ONLY).strip() + _CALLS + object_rules
+    return re.sub(r"^root ::=", "call-object ::=", object_rules, flags=re.MULTILINE)

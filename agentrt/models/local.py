@@ -47,7 +47,8 @@ from agentrt.models.formats import (
     format_for_name,
     template_starts_in_reasoning,
 )
-from agentrt.models.grammar import tool_turn_grammar
+from agentrt.models.grammar import next_call_grammar, tool_turn_grammar
+from agentrt.models.more_calls import serves_more, written_calls
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
 __all__ = ["DEFAULT_PACK", "SMALL_PACK", "LocalModel"]
@@ -60,6 +61,7 @@ answers a repair request with the answer it was asked to repair."""
 
 _END = object()
 
+_log = logging.getLogger(__name__)
 _llama_cpp_log = logging.getLogger("agentrt.models.llama_cpp")
 
 
@@ -76,6 +78,9 @@ class LocalModel:
     :param temperature: sampling temperature; 0 makes answers repeatable
     :param seed: sampling seed
     :param progress: called with (bytes done, bytes in all) while weights are joined, once
+    :param probe_calls: when a constrained turn ends after its calls, ask the model for one
+        more and keep it if it serves a part of the question the others left out (see
+        `agentrt.models.more_calls`): asked for two things, small models write one call
     """
 
     native_tools = True
@@ -97,6 +102,7 @@ class LocalModel:
         temperature: float = 0.0,
         seed: int = 0,
         progress: Callable[[int, int], None] | None = None,
+        probe_calls: bool = True,
     ) -> None:
         packs = weight_packs()
         self._pack: WeightPack | None = packs.get(model) if isinstance(model, str) else None
@@ -117,6 +123,7 @@ class LocalModel:
         self.seed = seed
         self.progress = progress
         """Called with (bytes done, bytes in all) while the weights are joined."""
+        self.probe_calls = probe_calls
         self._llama: Any = None
         self._loading = asyncio.Lock()
         self._busy = asyncio.Lock()
@@ -215,39 +222,112 @@ class LocalModel:
         await self.load()
         kwargs = self.completion_arguments(request)
         async with self._busy:
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue[Any] = asyncio.Queue()
-            stop = threading.Event()
-            worker = loop.run_in_executor(
-                None, self._generate, kwargs, stop, loop, queue.put_nowait
-            )
-            completion = 0
-            try:
-                while (item := await queue.get()) is not _END:
-                    if isinstance(item, BaseException):
-                        msg = f"local generation failed: {type(item).__name__}: {item}"
-                        raise ModelError(msg) from item
-                    text = item["choices"][0]["delta"].get("content") if item["choices"] else None
-                    if text:
-                        completion += 1
-                        yield TextChunk(text=text)
-            finally:
-                # Stop the thread and wait for it before the next answer may use the model.
-                stop.set()
-                with anyio.CancelScope(shield=True):
-                    await worker
+            written: list[str] = []
+            ended: str | None = None
+            async for text, reason in self._pieces(self._llama.create_chat_completion, kwargs):
+                ended = reason or ended
+                if text:
+                    written.append(text)
+                    yield TextChunk(text=text)
+            tokens = len(written)
+            if ended == "stop" and self.probe_calls and "grammar" in kwargs:
+                budget = kwargs["max_tokens"] - tokens
+                async for text, used in self._more_calls(request, kwargs, "".join(written), budget):
+                    tokens += used
+                    yield TextChunk(text=text)
             prompt = await anyio.to_thread.run_sync(self._count_tokens, kwargs["messages"])
-            yield UsageChunk(usage=Usage(prompt_tokens=prompt, completion_tokens=completion))
+            yield UsageChunk(usage=Usage(prompt_tokens=prompt, completion_tokens=tokens))
+
+    async def _more_calls(
+        self, request: ModelRequest, kwargs: dict[str, Any], written: str, budget: int
+    ) -> AsyncIterator[tuple[str, int]]:
+        """Calls the model writes when asked for one more after its last, each kept only if it
+        serves a part of the question the earlier ones left out (`more_calls`); with the
+        tokens each took."""
+        calls = written_calls(written)
+        question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        if not calls or not question:
+            return
+        offered = [t for t in request.tools if t.name in request.must_call] or request.tools
+        head = self._chat_prompt(kwargs)
+        probe = {
+            "grammar": _llama_grammar(next_call_grammar(offered)),
+            "temperature": kwargs["temperature"],
+            "seed": kwargs["seed"],
+            "stream": True,
+        }
+        while budget > 0:
+            opened = "\n<tool_call>\n"
+            pieces: list[str] = []
+            ended: str | None = None
+            probe.update(prompt=head + written + opened, max_tokens=budget)
+            async for text, reason in self._pieces(self._llama.create_completion, probe):
+                ended = reason or ended
+                if text:
+                    pieces.append(text)
+            call = written_calls("".join(pieces)) if ended == "stop" else []
+            if len(call) != 1 or not serves_more(call[0], calls, question):
+                _log.debug("asked for one more call, dropped %r", "".join(pieces))
+                return
+            budget -= len(pieces)
+            calls.append(call[0])
+            more = opened + "".join(pieces)
+            written += more
+            yield more, len(pieces)
+
+    def _chat_prompt(self, kwargs: dict[str, Any]) -> str:
+        """The prompt `create_chat_completion` renders for `kwargs`, from the GGUF's template."""
+        formatter = self._formatter(self._llama.metadata["tokenizer.chat_template"])
+        prompt: str = formatter(messages=kwargs["messages"], tools=kwargs.get("tools")).prompt
+        return prompt
+
+    @functools.lru_cache(maxsize=1)  # noqa: B019 - one model, one template, for its lifetime
+    def _formatter(self, template: str) -> Any:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        def text(token: int) -> str:
+            return "" if token < 0 else self._llama.detokenize([token], special=True).decode()
+
+        eos, bos = self._llama.token_eos(), self._llama.token_bos()
+        return Jinja2ChatFormatter(template=template, eos_token=text(eos), bos_token=text(bos))
+
+    async def _pieces(
+        self, generate: Callable[..., Any], kwargs: dict[str, Any]
+    ) -> AsyncIterator[tuple[str, str | None]]:
+        """The text pieces (tokens) `generate` streams in a worker thread, each with its finish
+        reason (`stop` or `length` on the last, else None)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+        worker = loop.run_in_executor(
+            None, self._generate, generate, kwargs, stop, loop, queue.put_nowait
+        )
+        try:
+            while (item := await queue.get()) is not _END:
+                if isinstance(item, BaseException):
+                    msg = f"local generation failed: {type(item).__name__}: {item}"
+                    raise ModelError(msg) from item
+                if not item["choices"]:
+                    continue
+                choice = item["choices"][0]
+                text = choice["delta"].get("content") if "delta" in choice else choice["text"]
+                yield text or "", choice.get("finish_reason")
+        finally:
+            # Stop the thread and wait for it before the next answer may use the model.
+            stop.set()
+            with anyio.CancelScope(shield=True):
+                await worker
 
     def _generate(
         self,
+        generate: Callable[..., Any],
         kwargs: dict[str, Any],
         stop: threading.Event,
         loop: asyncio.AbstractEventLoop,
         put: Callable[[Any], None],
     ) -> None:
         try:
-            for chunk in self._llama.create_chat_completion(**kwargs):
+            for chunk in generate(**kwargs):
                 if stop.is_set():
                     break
                 loop.call_soon_threadsafe(put, chunk)

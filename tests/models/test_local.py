@@ -33,6 +33,7 @@ from agentrt import (
     UserError,
 )
 from agentrt.classify import Classification, classification_schema
+from agentrt.models.more_calls import written_calls
 from agentrt.trajectory.replay import replay
 from tests.helpers import REAL_MODEL_WORKSPACE, check_stream
 
@@ -246,3 +247,34 @@ async def test_the_tool_format_is_known_without_the_weights(small_model_path: Pa
     assert await by_pack.detect_tool_format() == "hermes"
     assert await by_file.detect_tool_format() == "hermes"  # from the GGUF's chat template
     assert (by_pack._llama, by_file._llama) == (None, None)
+
+
+def city_weather(city: str) -> str:
+    """The current weather in a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize(
+    ("question", "cities"),
+    [
+        ("What is the weather in Oslo and in Lima?", ["Oslo", "Lima"]),
+        ("What is the weather in Oslo?", ["Oslo"]),
+    ],
+)
+async def test_asked_for_two_things_the_small_model_calls_for_both(
+    small_model_path: Path, question: str, cities: list[str]
+) -> None:
+    """Asked for one more call after its first, the 0.5B writes it; it is kept only when it
+    serves a part of the question no call did (`more_calls`), so one thing asked is one call."""
+    model = LocalModel(small_model_path, max_tokens=160)
+    agent = Agent(model, tools=[city_weather], settings=AgentSettings(trajectory_dir=None))
+    async with agent.run(question) as run:
+        first = []
+        async for event in run:
+            if isinstance(event, TurnStartedEvent) and event.step > 1:
+                break
+            first.append(event)
+    calls = [e for e in first if isinstance(e, ToolCallEvent) and e.name == "city_weather"]
+    assert [e.arguments["city"] for e in calls] == cities
+    response = next(e for e in first if isinstance(e, ModelResponseEvent))
+    assert len(written_calls(response.text)) == len(cities)  # the kept call is in the record
