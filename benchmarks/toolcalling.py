@@ -7,6 +7,7 @@
     .venv/bin/python benchmarks/toolcalling.py --kinds parallel       # one kind of question
     .venv/bin/python benchmarks/toolcalling.py --max-tokens 512       # read whole prose answers
     .venv/bin/python benchmarks/toolcalling.py --min-fit 0 0.1        # also gated by tool fit
+    .venv/bin/python benchmarks/toolcalling.py --more-calls on off    # both, not the pack's
 
 The data (data/toolcalling/) was written for this benchmark, before and apart from the parser
 it measures: 60 tools in 12 domains of near siblings, and 156 questions by kind (`simple`,
@@ -27,6 +28,10 @@ A first turn is read up to `--max-tokens` tokens of the embedded models (192 by 
 calls take about 110): a turn that reaches it is counted as `cut`, and a `none` question cut
 without a call counts as answered, so the `cut` column says how many of those could still have
 called a tool later on.
+
+`--more-calls on` or `off` sets `LocalModel.probe_calls` instead of the weight pack's default
+(on for the 0.5B, off for the 1.5B): whether a constrained turn that ends after its calls is
+asked for one more (see `agentrt/models/more_calls.py`). The table shows which was used.
 
 The questions of each kind alternate between a dev half (the default) and a
 held-out half: tune on the first, report the second once, at the end.
@@ -202,6 +207,8 @@ class Turn:
 class Mode:
     constrain: str
     min_fit: float
+    more_calls: str = "default"
+    """`on`, `off`, or the model's own default."""
 
 
 async def first_turn(model: Model, tools: list[Tool], question: Question, mode: Mode) -> Turn:
@@ -262,23 +269,28 @@ async def measure_all(
     Each model and mode's rows are printed as soon as they are measured, so a long run that is
     stopped keeps what it has measured."""
     print(
-        "| model | constrained | min_fit | kind | questions | right | no call | invalid | cut "
-        "| s/question |"
+        "| model | constrained | min_fit | more calls | kind | questions | right | no call "
+        "| invalid | cut | s/question |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     report: dict[str, dict[str, list[str]]] = {}
     for spec in specs:
         model = load_model(spec)
         if hasattr(model, "max_tokens"):
             model.max_tokens = max_tokens
         for mode in modes:
+            if hasattr(model, "probe_calls") and mode.more_calls != "default":
+                model.probe_calls = mode.more_calls == "on"
+            more = {True: "on", False: "off"}.get(getattr(model, "probe_calls", None), "-")
             tallies = await measure(model, mode, tools, questions)
-            label = f"{spec} constrain={mode.constrain} min_fit={mode.min_fit:g}"
+            label = f"{spec} constrain={mode.constrain} min_fit={mode.min_fit:g} more_calls={more}"
             report[label] = {k: t.row() for k, t in tallies.items()}
             for kind in (*KINDS, "all"):
                 if kind in tallies:
                     row = " | ".join(tallies[kind].row())
-                    cells = f"{spec} | {mode.constrain} | {mode.min_fit:g} | {kind} | {row}"
+                    cells = (
+                        f"{spec} | {mode.constrain} | {mode.min_fit:g} | {more} | {kind} | {row}"
+                    )
                     print(f"| {cells} |", flush=True)
     return report
 
@@ -315,6 +327,13 @@ def main() -> None:
         default=[0.0],
         help="retrieval fit gates below which no tool is offered (0: off)",
     )
+    args.add_argument(
+        "--more-calls",
+        nargs="+",
+        choices=["default", "on", "off"],
+        default=["default"],
+        help="whether a constrained turn of the embedded model is asked for one more call",
+    )
     args.add_argument("--half", choices=["dev", "held-out"], default="dev")
     args.add_argument("--kinds", nargs="+", choices=KINDS, default=KINDS, help="ask only these")
     args.add_argument("--limit", type=int, default=None, help="ask only this many questions")
@@ -330,7 +349,12 @@ def main() -> None:
     # 3,613 µs per KB fed whole where a fresh one takes about 100 (cause not found; the parse
     # alone is linear), so the model's aftermath is kept out of the parser's number.
     whole, per_char = parser_speed()
-    modes = [Mode(c, f) for f in options.min_fit for c in options.constrain]
+    modes = [
+        Mode(c, f, m)
+        for m in options.more_calls
+        for f in options.min_fit
+        for c in options.constrain
+    ]
     report = asyncio.run(measure_all(options.models, modes, tools, chosen, options.max_tokens))
     print(f"\nparser: {whole:.0f} µs per KB fed whole, {per_char:.0f} fed a character at a time")
     if options.json:

@@ -80,7 +80,8 @@ class LocalModel:
     :param progress: called with (bytes done, bytes in all) while weights are joined, once
     :param probe_calls: when a constrained turn ends after its calls, ask the model for one
         more and keep it if it serves a part of the question the others left out (see
-        `agentrt.models.more_calls`): asked for two things, small models write one call
+        `agentrt.models.more_calls`): asked for two things, small models write one call. By
+        default, the weight pack's choice (on for the 0.5B, off for the 1.5B and for a file)
     """
 
     native_tools = True
@@ -102,7 +103,7 @@ class LocalModel:
         temperature: float = 0.0,
         seed: int = 0,
         progress: Callable[[int, int], None] | None = None,
-        probe_calls: bool = True,
+        probe_calls: bool | None = None,
     ) -> None:
         packs = weight_packs()
         self._pack: WeightPack | None = packs.get(model) if isinstance(model, str) else None
@@ -123,6 +124,8 @@ class LocalModel:
         self.seed = seed
         self.progress = progress
         """Called with (bytes done, bytes in all) while the weights are joined."""
+        if probe_calls is None:
+            probe_calls = self._pack is not None and self._pack.probe_calls
         self.probe_calls = probe_calls
         self._llama: Any = None
         self._loading = asyncio.Lock()

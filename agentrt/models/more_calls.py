@@ -9,9 +9,13 @@ kept only when it serves a part of the question the earlier calls left out:
 - it is not one of them;
 - it differs from each earlier call of its own tool in an argument both give (not the same
   call with an optional argument added, or one the earlier call left null);
-- one of its values is in the question's own words, and in no earlier call.
+- one of its values is in the question's own words, and is none of the earlier calls' values
+  nor holds one or is held in one (the question itself, as a text to translate, after a
+  call on its city, is no new part of it).
 
-Anything else is dropped before anyone sees it, and the model is asked for no more.
+Anything else is dropped before anyone sees it, and the model is asked for no more. So a
+call the model writes in place of an answer (`finish`) is kept only in the rare case that its
+answer is words of the question.
 """
 
 from __future__ import annotations
@@ -61,9 +65,10 @@ def serves_more(call: Call, earlier: list[Call], question: str) -> bool:
             for key, value in arguments.items()
         ):
             return False
-    used = {_key(value) for _, other in earlier for value in _scalars(other)}
+    used = [value for _, other in earlier for value in _scalars(other)]
     return any(
-        _key(value) not in used and _in_words(value, question) for value in _scalars(arguments)
+        _in_words(value, question) and not any(_overlap(value, u) for u in used)
+        for value in _scalars(arguments)
     )
 
 
@@ -94,6 +99,14 @@ def _same(one: Any, other: Any) -> bool:
     if isinstance(one, str) and isinstance(other, str):
         return _key(one) == _key(other)
     return bool(one == other)
+
+
+def _overlap(value: str | int | float, used: str | int | float) -> bool:
+    """Whether two values name the same part of the question: equal, or one written in the
+    other ("What's the population of Canada?" as a text to translate, after `place: Canada`)."""
+    if isinstance(value, str) and isinstance(used, str):
+        return _in_words(value, used) or _in_words(used, value)
+    return _key(value) == _key(used)
 
 
 def _in_words(value: str | int | float, question: str) -> bool:

@@ -266,7 +266,7 @@ async def test_asked_for_two_things_the_small_model_calls_for_both(
 ) -> None:
     """Asked for one more call after its first, the 0.5B writes it; it is kept only when it
     serves a part of the question no call did (`more_calls`), so one thing asked is one call."""
-    model = LocalModel(small_model_path, max_tokens=160)
+    model = LocalModel(small_model_path, max_tokens=160, probe_calls=True)
     agent = Agent(model, tools=[city_weather], settings=AgentSettings(trajectory_dir=None))
     async with agent.run(question) as run:
         first = []
@@ -278,3 +278,12 @@ async def test_asked_for_two_things_the_small_model_calls_for_both(
     assert [e.arguments["city"] for e in calls] == cities
     response = next(e for e in first if isinstance(e, ModelResponseEvent))
     assert len(written_calls(response.text)) == len(cities)  # the kept call is in the record
+
+
+def test_asking_for_more_calls_is_the_packs_choice(small_model_path: Path) -> None:
+    """On where measured to help (the 0.5B), off where it only cost time (the 1.5B), off for a
+    file nobody measured; the argument wins."""
+    assert LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m").probe_calls is True
+    assert LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m").probe_calls is False
+    assert LocalModel(small_model_path).probe_calls is False
+    assert LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m", probe_calls=True).probe_calls is True

@@ -48,6 +48,8 @@ QUESTION = "Compare the weather in Paris and in Madrid, in celsius, for the next
         (("forecast", {"city": "Paris"}), False),  # nothing new of the question
         (("weather", {"city": "Mad", "unit": "celsius"}), False),  # a part of a word is no word
         (("forecast", {"days": 30}), False),
+        (("translate", {"text": QUESTION}), False),  # the question again holds Paris
+        (("translate", {"text": "the weather in Paris"}), False),
     ],
 )
 def test_a_call_serves_more_only_with_a_new_part_of_the_question(call: Call, serves: bool) -> None:
