@@ -128,6 +128,8 @@ class LocalModel:
             probe_calls = self._pack is not None and self._pack.probe_calls
         self.probe_calls = probe_calls
         self._llama: Any = None
+        self._chat_template: Any = None
+        """The GGUF's chat template as llama-cpp-python renders it, made when first needed."""
         self._loading = asyncio.Lock()
         self._busy = asyncio.Lock()
 
@@ -280,19 +282,20 @@ class LocalModel:
 
     def _chat_prompt(self, kwargs: dict[str, Any]) -> str:
         """The prompt `create_chat_completion` renders for `kwargs`, from the GGUF's template."""
-        formatter = self._formatter(self._llama.metadata["tokenizer.chat_template"])
-        prompt: str = formatter(messages=kwargs["messages"], tools=kwargs.get("tools")).prompt
+        if self._chat_template is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def text(token: int) -> str:
+                return "" if token < 0 else self._llama.detokenize([token], special=True).decode()
+
+            self._chat_template = Jinja2ChatFormatter(
+                template=self._llama.metadata["tokenizer.chat_template"],
+                eos_token=text(self._llama.token_eos()),
+                bos_token=text(self._llama.token_bos()),
+            )
+        rendered = self._chat_template(messages=kwargs["messages"], tools=kwargs.get("tools"))
+        prompt: str = rendered.prompt
         return prompt
-
-    @functools.lru_cache(maxsize=1)  # noqa: B019 - one model, one template, for its lifetime
-    def _formatter(self, template: str) -> Any:
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        def text(token: int) -> str:
-            return "" if token < 0 else self._llama.detokenize([token], special=True).decode()
-
-        eos, bos = self._llama.token_eos(), self._llama.token_bos()
-        return Jinja2ChatFormatter(template=template, eos_token=text(eos), bos_token=text(bos))
 
     async def _pieces(
         self, generate: Callable[..., Any], kwargs: dict[str, Any]

@@ -202,6 +202,17 @@ def add_numbers(a: int, b: int) -> int:
     return a + b
 
 
+async def _first_turn(agent: Agent, question: str) -> list[object]:
+    """The events of a run of `question` up to its second turn."""
+    first: list[object] = []
+    async with agent.run(question) as run:
+        async for event in run:
+            if isinstance(event, TurnStartedEvent) and event.step > 1:
+                break
+            first.append(event)
+    return first
+
+
 @pytest.mark.parametrize(
     ("question", "calls"), [("What is 2 + 3? Use the tool.", 1), ("Say hello in French.", 0)]
 )
@@ -211,12 +222,7 @@ async def test_a_constrained_turn_answers_or_calls_validly(
     """The grammar leaves two ways: an answer (or `finish` with one), or calls that fit the
     offered schemas."""
     agent = Agent(local, tools=[add_numbers], settings=AgentSettings(trajectory_dir=None))
-    async with agent.run(question) as run:
-        first = []
-        async for event in run:
-            if isinstance(event, TurnStartedEvent) and event.step > 1:
-                break
-            first.append(event)
+    first = await _first_turn(agent, question)
     assert not [e for e in first if isinstance(e, ToolCallInvalidEvent)]
     made = [e for e in first if isinstance(e, ToolCallEvent)]
     assert {e.name for e in made} <= {"add_numbers", "finish"}  # nothing else is writable
@@ -268,12 +274,7 @@ async def test_asked_for_two_things_the_small_model_calls_for_both(
     serves a part of the question no call did (`more_calls`), so one thing asked is one call."""
     model = LocalModel(small_model_path, max_tokens=160, probe_calls=True)
     agent = Agent(model, tools=[city_weather], settings=AgentSettings(trajectory_dir=None))
-    async with agent.run(question) as run:
-        first = []
-        async for event in run:
-            if isinstance(event, TurnStartedEvent) and event.step > 1:
-                break
-            first.append(event)
+    first = await _first_turn(agent, question)
     calls = [e for e in first if isinstance(e, ToolCallEvent) and e.name == "city_weather"]
     assert [e.arguments["city"] for e in calls] == cities
     response = next(e for e in first if isinstance(e, ModelResponseEvent))
