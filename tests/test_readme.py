@@ -35,4 +35,5 @@ def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
     assert "6912" in done.stdout
     (recorded,) = (tmp_path / "trajectories").rglob("*.jsonl")
     finished = [e for e in Trajectory.read(recorded).events if isinstance(e, ToolFinishedEvent)]
-    assert [(e.name, e.output) for e in finished] == [("add", 6912)]
+    # It may answer in text or by `finish` (which tool it is not asked about).
+    assert [(e.name, e.output) for e in finished if e.name != "finish"] == [("add", 6912)]

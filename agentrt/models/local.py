@@ -48,7 +48,7 @@ from agentrt.models.formats import (
     template_starts_in_reasoning,
 )
 from agentrt.models.grammar import next_call_grammar, tool_turn_grammar
-from agentrt.models.more_calls import serves_more, written_calls
+from agentrt.models.more_calls import made_calls, serves_more, written_calls
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
 __all__ = ["DEFAULT_PACK", "SMALL_PACK", "LocalModel"]
@@ -249,10 +249,13 @@ class LocalModel:
         """Calls the model writes when asked for one more after its last, each kept only if it
         serves a part of the question the earlier ones left out (`more_calls`); with the
         tokens each took."""
-        calls = written_calls(written)
-        question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-        if not calls or not question:
+        asked = request.messages[-1] if request.messages else None
+        if asked is None or asked.role != "user":
+            return  # a turn on results: its calls follow from them, not from the question
+        calls = [*made_calls(request.messages), *written_calls(written)]
+        if not calls:
             return
+        question = asked.content
         offered = [t for t in request.tools if t.name in request.must_call] or request.tools
         head = self._chat_prompt(kwargs)
         probe = {

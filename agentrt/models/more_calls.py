@@ -13,7 +13,9 @@ kept only when it serves a part of the question the earlier calls left out:
   nor holds one or is held in one (the question itself, as a text to translate, after a
   call on its city, is no new part of it).
 
-Anything else is dropped before anyone sees it, and the model is asked for no more. So a
+Anything else is dropped before anyone sees it, and the model is asked for no more. Only a
+turn that answers the user's message is asked (one on tool results follows from them), and a
+call the conversation has made already counts as an earlier one. So a
 call the model writes in place of an answer (`finish`) is kept only in the rare case that its
 answer is words of the question.
 """
@@ -25,7 +27,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["Call", "serves_more", "written_calls"]
+from agentrt.models.base import Message
+
+__all__ = ["Call", "made_calls", "serves_more", "written_calls"]
 
 Call = tuple[str, dict[str, Any]]
 
@@ -52,6 +56,20 @@ def written_calls(text: str) -> list[Call]:
         ):
             return []
         calls.append((value["name"], value["arguments"]))
+    return calls
+
+
+def made_calls(messages: list[Message]) -> list[Call]:
+    """The calls a conversation's tool results answer: a call made before is no new one."""
+    calls: list[Call] = []
+    for message in messages:
+        if message.role == "tool" and message.name is not None:
+            try:
+                arguments = json.loads(message.arguments or "{}")
+            except json.JSONDecodeError:
+                continue
+            if isinstance(arguments, dict):
+                calls.append((message.name, arguments))
     return calls
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrt.models.more_calls import Call, serves_more, written_calls
+from agentrt import Message
+from agentrt.models.more_calls import Call, made_calls, serves_more, written_calls
 
 PARIS: Call = ("weather", {"city": "Paris", "unit": "celsius"})
 
@@ -71,3 +72,18 @@ def test_values_are_found_in_nested_arguments_and_booleans_are_nobodys_words() -
     nested: Call = ("send", {"to": ["+12025550102"], "text": "hi"})
     sent: Call = ("send", {"to": ["+12025550101"], "text": "hi"})
     assert serves_more(nested, [sent], 'Text "hi" to +12025550101 and +12025550102.')
+
+
+def test_a_call_the_conversation_made_already_is_an_earlier_one() -> None:
+    """Its result is in a tool message: asked again, it is no new part of the question (the
+    quickstart's second turn wrote `finish`, and then the first turn's `add` once more)."""
+    messages = [
+        Message(role="user", content="What is 1234 + 5678?"),
+        Message(role="assistant", content='{"name": "add", "arguments": {"a": 1234, "b": 5678}}'),
+        Message(role="tool", content="6912", name="add", arguments='{"a": 1234, "b": 5678}'),
+        Message(role="tool", content="?", name="broken", arguments="{not json"),
+    ]
+    made = made_calls(messages)
+    assert made == [("add", {"a": 1234, "b": 5678})]
+    again: Call = ("add", {"a": 1234, "b": 5678})
+    assert not serves_more(again, [*made, ("finish", {"answer": "6912"})], "What is 1234 + 5678?")
