@@ -56,13 +56,16 @@ state machine over characters:
 
 An object first on its line (or after a call token, or in a fence) is a call when it has a
 ``"name"`` (or ``"tool"``) string and either an arguments key (``"arguments"``, ``"args"``,
-``"parameters"``) or a registered tool name; one in mid-line only with a registered tool name, so
-a JSON example in prose stays text. An object that does not parse but shows those same marks is an
-`InvalidPiece`; anything else is text. An object whose first line shows no call key is released
-at that newline, so an unbalanced ``{"`` cannot hide what follows; one still unbalanced after
-`JSON_LIMIT` characters is released too. A ``<`` outside a string ends a candidate at once (no
-JSON has one there): a model that leaves an object open and goes on to ``<tool_call>`` on the
-same line has that call read, and the open object, if it showed a call, is an `InvalidPiece`.
+``"parameters"``) or a registered tool name; one in mid-line, or after prose anywhere since the
+reply began (or since its last call token), only with a registered tool name, so a JSON example
+in prose or in an answer's code fence stays text (a model that answers and then shows a call of
+a tool nobody offered has written an example, not a call). An object that does not parse but
+shows those same marks is an `InvalidPiece`; anything else is text. An object whose first line
+shows no call key is released at that newline, so an unbalanced ``{"`` cannot hide what follows;
+one still unbalanced after `JSON_LIMIT` characters is released too. A ``<`` outside a string
+ends a candidate at once (no JSON has one there): a model that leaves an object open and goes on
+to ``<tool_call>`` on the same line has that call read, and the open object, if it showed a
+call, is an `InvalidPiece`.
 
 Only a pending candidate is held. When it turns out not to be a call, what was held is released
 as text and the character that decided it is read again in TEXT; every decision depends on the
@@ -346,7 +349,10 @@ class ToolCallParser:
         self._fence_padded = False
         self._fenced = False
         self._anywhere = False
-        """The candidate began in mid-line: it is a call only if it names a registered tool."""
+        """The candidate began in mid-line or after prose: it is a call only if it names a
+        registered tool."""
+        self._prose = False
+        """Text other than blanks was read since the stream began or its last call marker."""
         self._marked = False
         self._container = ";"
         """In SEQ: "[" inside an array of calls, ";" after a bare call (Llama's separator)."""
@@ -380,7 +386,10 @@ class ToolCallParser:
         """Read the next chunk; return the pieces it completes, in order."""
         if self._state == _TEXT and not self._line_start and _TEXT_STOP.search(chunk) is None:
             # The common case, prose in mid-line: nothing in it can begin a call.
-            return [_text_piece(chunk)] if chunk else []
+            if not chunk:
+                return []
+            self._prose = self._prose or not chunk.isspace()
+            return [_text_piece(chunk)]
         i, n = 0, len(chunk)
         handlers = self._handlers
         while i < n:
@@ -415,6 +424,7 @@ class ToolCallParser:
             text = "".join(self._text)
             self._text.clear()
             if text:
+                self._prose = self._prose or not text.isspace()
                 self._out.append(_text_piece(text))
 
     def _drain(self) -> list[ParsedPiece]:
@@ -523,6 +533,8 @@ class ToolCallParser:
         elif tag.close:
             self._state = _BODY
         else:  # a call token: dropped, and what follows is read as a line's start
+            self._flush_text()
+            self._prose = False  # the token says a call follows, whatever came before
             if tag.kind == "block":
                 self._invoking = tag.open == _MINIMAX_OPEN
             self._state = _TEXT
@@ -643,7 +655,9 @@ class ToolCallParser:
         if not fenced:
             self._held = []
         self._fenced = fenced
-        self._anywhere = anywhere
+        # After prose, an object is an example unless it names an offered tool: the answer went
+        # on to show one (a call of a tool nobody offered, in a fence, is such an example).
+        self._anywhere = anywhere or self._prose or any(not t.isspace() for t in self._text)
         self._in_seq = False
         self._fmt = "json"
         if char == "{":
@@ -1269,7 +1283,7 @@ def _json_call(
     """The call a bare or fenced JSON object makes, or None when it is not call-shaped.
 
     One that starts a line is a call with a registered name or an arguments key; one in mid-line
-    (after prose, ``</think>``…) only with a registered name, so a JSON example is left as text.
+    or after prose (`anywhere`) only with a registered name, so a JSON example is left as text.
     """
     try:
         value = load_object(text)  # `text` is a balanced {...}, so only a decode error is left

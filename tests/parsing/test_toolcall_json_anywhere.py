@@ -161,6 +161,25 @@ def test_json_in_prose_naming_no_offered_tool_is_text() -> None:
         assert parse(text) == [TextPiece(text)], text
 
 
+def test_a_call_naming_no_offered_tool_is_one_only_before_any_prose() -> None:
+    # At a reply's start it is a call (the run refuses it, naming the offered tools).
+    unknown = '{"name": "lookup_cup_winner", "arguments": {"year": 1998}}'
+    assert calls(parse(unknown)) == [
+        CallPiece("lookup_cup_winner", {"year": 1998}, unknown, "json")
+    ]
+    # After prose it is an example the answer shows, fenced or not.
+    for text in [
+        f"France won that year. To look it up:\n```json\n{unknown}\n```\n",
+        f"France won that year.\n{unknown}",
+    ]:
+        assert parse(text) == [TextPiece(text)], text
+    # An offered tool is called after prose too, and a call token says a call follows.
+    assert [p.name for p in calls(parse(f"Checking.\n```json\n{CALC}\n```"))] == ["calc"]
+    assert [p.name for p in calls(parse(f"Checking. <|python_tag|>{unknown}"))] == [
+        "lookup_cup_winner"
+    ]
+
+
 def test_malformed_json_in_mid_line_naming_an_offered_tool_is_invalid() -> None:
     [piece] = calls(parse('Calling {"name": "calc", "arguments": {"expression": 2+2}} now'))
     assert isinstance(piece, InvalidPiece)

@@ -386,18 +386,17 @@ def test_json_candidate_past_the_limit_is_released_as_text() -> None:
     assert parser.feed(junk[JSON_LIMIT]) == [TextPiece(junk[: JSON_LIMIT + 1])]
 
 
-@pytest.mark.parametrize(("last_line", "is_call"), [("x", False), ("", True), ("  ", True)])
-def test_a_brace_right_after_a_released_candidate(last_line: str, is_call: bool) -> None:
+@pytest.mark.parametrize(("last_line", "line_start"), [("x", False), ("", True), ("  ", True)])
+def test_a_fence_right_after_a_released_candidate(last_line: str, line_start: bool) -> None:
     head = '{"name": "\n'  # looks like a call on its first line, so it is held to the limit
     junk = head + "x" * (JSON_LIMIT - len(head) - len(last_line) - 1) + "\n" + last_line
     assert len(junk) == JSON_LIMIT
-    obj = '{"name": "other", "arguments": {}}'  # a call at a line's start, text in mid-line
-    expected = (
-        [TextPiece(junk), CallPiece("other", {}, obj, "json")]
-        if is_call
-        else [TextPiece(junk + obj)]
-    )
-    assert parse(junk + obj) == expected
+    obj = '{"name": "calc", "arguments": {}}'
+    # A fence opens only at a line's start (and is then not shown); in mid-line its ticks are
+    # text, and the call on the next line is read as a bare one.
+    pieces = parse(f"{junk}```json\n{obj}\n```")
+    assert [(p.name, p.arguments) for p in calls(pieces)] == [("calc", {})]
+    assert visible(pieces) == (junk if line_start else f"{junk}```json\n\n```")
 
 
 def test_json_call_just_under_the_limit_is_a_call() -> None:
@@ -637,6 +636,9 @@ VALUE = st.recursive(
 )
 ARGS = st.dictionaries(KEY, VALUE, max_size=3)
 NAMES = st.sampled_from(["calc", "lookup", "now", "wiki_search"])
+OFFERED = st.sampled_from(["calc", "now", "wiki_search"])
+"""Names a bare or fenced call may take anywhere: after prose, one naming no offered tool is an
+example, not a call (see the JSON-anywhere conformance tests)."""
 
 Expected = list[tuple[str, dict[str, Any], str] | None]
 """Per segment: each call as (name, arguments, format); None stands for an invalid call."""
@@ -651,9 +653,11 @@ def dumps(value: Any, draw: st.DrawFn) -> str:
 
 
 @st.composite
-def json_call(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
+def json_call(
+    draw: st.DrawFn, names: st.SearchStrategy[str] = NAMES
+) -> tuple[str, str, dict[str, Any]]:
     """A call object as JSON text, with its name and arguments."""
-    name = draw(NAMES)
+    name = draw(names)
     args = draw(ARGS)
     name_key = draw(st.sampled_from(["name", "tool"]))
     args_key = draw(st.sampled_from(["arguments", "args", "parameters"]))
@@ -667,10 +671,10 @@ def call_segment(draw: st.DrawFn) -> tuple[str, str, Expected]:
     """A well-formed call in some format: (source, its visible text, the calls it makes)."""
     kind = draw(st.sampled_from(["bare", "fenced", "hermes", "hermes_list", "tag", "split"]))
     if kind == "bare":
-        source, name, args = draw(json_call())
+        source, name, args = draw(json_call(OFFERED))
         return f"\n{source}\n", "\n\n", [(name, args, "json")]
     if kind == "fenced":
-        source, name, args = draw(json_call())
+        source, name, args = draw(json_call(OFFERED))
         opener = draw(st.sampled_from(["```json", "```", " ```json "]))
         gap = draw(st.sampled_from(["", "\n", " \n "]))
         text = f"\n{opener}\n{gap}{source}\n```\n"
