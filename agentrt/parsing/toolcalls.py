@@ -657,7 +657,7 @@ class ToolCallParser:
         self._fenced = fenced
         # After prose, an object is an example unless it names an offered tool: the answer went
         # on to show one (a call of a tool nobody offered, in a fence, is such an example).
-        self._anywhere = anywhere or self._prose or any(not t.isspace() for t in self._text)
+        self._anywhere = anywhere or self._prose or any(t.strip() for t in self._text)
         self._in_seq = False
         self._fmt = "json"
         if char == "{":
