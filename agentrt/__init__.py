@@ -109,6 +109,7 @@ from agentrt.models import (
     ScriptedTurn,
     TextChunk,
     ToolCallChunk,
+    ToolConfidenceChunk,
     ToolDefinition,
     UsageChunk,
 )
@@ -238,6 +239,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallEvent",
     "ToolCallInvalidEvent",
+    "ToolConfidenceChunk",
     "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",

@@ -273,6 +273,12 @@ class ModelResponseEvent(EventBase):
     reasoning: str = ""
     """Reasoning the server sent apart from the text (`ReasoningChunk`)."""
     tool_calls: list[NativeToolCall] = Field(default_factory=list)
+    tool_confidence: float | None = None
+    """How sure the model was, before it wrote, that one of the offered tools serves the
+    message (`ToolConfidenceChunk`); None when not measured."""
+    tools_withheld: bool = False
+    """The confidence was below the model's threshold: the model wrote nothing, and the turn
+    was asked again with only the tools that answer, the model told that no tool fits."""
     # Made without validating: validating a model at import builds its schema, and the first
     # schema built loads pydantic's plugin machinery (importlib.metadata), a tenth of
     # `import agentrt`. `Usage()` and this are equal.

@@ -90,7 +90,12 @@ class RecordedAnswers:
         for e in trajectory.events:
             if isinstance(e, ModelResponseEvent):
                 turn = ScriptedTurn(
-                    text=e.text, reasoning=e.reasoning, tool_calls=e.tool_calls, usage=e.usage
+                    text=e.text,
+                    reasoning=e.reasoning,
+                    tool_calls=e.tool_calls,
+                    usage=e.usage,
+                    tool_confidence=e.tool_confidence,
+                    tools_withheld=e.tools_withheld,
                 )
                 self.left.setdefault(e.purpose, deque()).append(turn)
         self.recorded = {purpose: len(turns) for purpose, turns in self.left.items()}

@@ -43,6 +43,7 @@ from agentrt.models.base import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
+    ToolConfidenceChunk,
     UsageChunk,
 )
 from agentrt.parsing.reasoning import ReasoningPiece, ReasoningSplitter, SplitPiece
@@ -285,6 +286,7 @@ class RunContext:
         which is what a replay's model sends again."""
         self.usage += usage
         self.model_time += duration
+        measured = call.confidence
         self.emit(
             ModelResponseEvent,
             step=call.step,
@@ -292,6 +294,8 @@ class RunContext:
             text=call.text,
             reasoning=call.reasoning,
             tool_calls=tool_calls,
+            tool_confidence=None if measured is None else measured.confidence,
+            tools_withheld=measured is not None and measured.withheld,
             usage=usage,
             duration=round(duration, 6),
         )
@@ -317,7 +321,7 @@ class RunContext:
         return "".join(parts)
 
 
-ContentChunk = TextChunk | ToolCallChunk | UsageChunk
+ContentChunk = TextChunk | ToolCallChunk | ToolConfidenceChunk | UsageChunk
 """What a caller reads of a model's answer: its reasoning has been taken out."""
 
 
@@ -343,6 +347,8 @@ class ModelStream:
         self.raw: list[str] = []
         """The text chunks as the model sent them."""
         self._reasoning: list[str] = []
+        self.confidence: ToolConfidenceChunk | None = None
+        """What the model said of the offered tools before it wrote (the embedded model)."""
         self._opened = ""
         """``<think>`` when the stream began inside the block its prompt opened."""
         self._splitter: ReasoningSplitter | None = None
@@ -416,6 +422,8 @@ class ModelStream:
             self._reasoning.append(chunk.text)
             self.ctx.emit(ReasoningDeltaEvent, step=self.step, text=chunk.text)
             return []
+        if isinstance(chunk, ToolConfidenceChunk):
+            self.confidence = chunk  # for the call's record, and the caller's
         if not isinstance(chunk, TextChunk):
             return [chunk]
         if self._splitter is None:

@@ -29,6 +29,11 @@ calls take about 110): a turn that reaches it is counted as `cut`, and a `none` 
 without a call counts as answered, so the `cut` column says how many of those could still have
 called a tool later on.
 
+The embedded models measure, before a first turn, how sure they are that an offered tool
+serves the question (`LocalModel.min_tool_confidence`, per weight pack: 0.3 for the 1.5B, 0.1
+for the 0.5B, read off the dev half); below it, the turn is asked again with only `finish`
+shown and a note that no tool fits. `tools withheld` counts those questions.
+
 `--more-calls on` or `off` sets `LocalModel.probe_calls` instead of the weight pack's default
 (on for the 0.5B, off for the 1.5B): whether a constrained turn that ends after its calls is
 asked for one more (see `agentrt/models/more_calls.py`). The table shows which was used.
@@ -97,6 +102,7 @@ class Tally:
     no_call: int = 0
     invalid: int = 0
     cut: int = 0
+    withheld: int = 0
     seconds: list[float] = field(default_factory=list)
 
     def row(self) -> list[str]:
@@ -107,6 +113,7 @@ class Tally:
             f"{self.no_call / n:.0%}",
             f"{self.invalid / n:.0%}",
             str(self.cut),
+            str(self.withheld),
             f"{sum(self.seconds) / n:.1f}",
         ]
 
@@ -201,6 +208,8 @@ class Turn:
     invalid: bool = False
     cut: bool = False
     """The turn reached the model's token cap."""
+    withheld: bool = False
+    """The model found no offered tool likely and was asked again without them."""
 
 
 @dataclass(frozen=True)
@@ -228,6 +237,7 @@ async def first_turn(model: Model, tools: list[Tool], question: Question, mode: 
                 turn.invalid = True
             elif isinstance(event, ModelResponseEvent) and event.purpose == "turn":
                 turn.cut = cap is not None and event.usage.completion_tokens >= cap
+                turn.withheld = turn.withheld or event.tools_withheld
             elif isinstance(event, RunFinishedEvent) and event.status == "error":
                 # Not a model's answer: missing weights once scored every question as no call.
                 msg = f"{question.id}: the run failed: {event.error}"
@@ -251,9 +261,11 @@ async def measure(
             tally.no_call += not turn.calls and bool(question.calls)
             tally.invalid += turn.invalid
             tally.cut += turn.cut
+            tally.withheld += turn.withheld
             tally.seconds.append(seconds)
         # Progress on stderr: a run of both models takes the better part of an hour.
         mark = ("right" if ok else "WRONG") + (" invalid" if turn.invalid else "")
+        mark += " withheld" if turn.withheld else ""
         print(question.id, mark, turn.calls, file=sys.stderr, flush=True)
     return tallies
 
@@ -270,9 +282,9 @@ async def measure_all(
     stopped keeps what it has measured."""
     print(
         "| model | constrained | min_fit | more calls | kind | questions | right | no call "
-        "| invalid | cut | s/question |"
+        "| invalid | cut | tools withheld | s/question |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     report: dict[str, dict[str, list[str]]] = {}
     for spec in specs:
         model = load_model(spec)

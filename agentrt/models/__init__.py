@@ -8,6 +8,7 @@ from agentrt.models.base import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
+    ToolConfidenceChunk,
     ToolDefinition,
     UsageChunk,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "ScriptedTurn",
     "TextChunk",
     "ToolCallChunk",
+    "ToolConfidenceChunk",
     "ToolDefinition",
     "UsageChunk",
 ]

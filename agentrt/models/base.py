@@ -19,6 +19,7 @@ __all__ = [
     "ReasoningChunk",
     "TextChunk",
     "ToolCallChunk",
+    "ToolConfidenceChunk",
     "ToolDefinition",
     "UsageChunk",
     "for_llama_grammar",
@@ -76,6 +77,9 @@ class ModelRequest(BaseModel):
     """With `tools`: whether a backend that can (the embedded model) constrains the answer to
     text or valid calls of them (`AgentSettings.constrain_tools`); `auto` leaves it to the
     backend. Others ignore it."""
+    answer_tools: list[str] = Field(default_factory=list)
+    """With `tools`: those whose call is the answer (`finish`, a typed output's tool), not a use
+    of a tool. A backend that weighs whether a tool serves the message leaves them out."""
     must_call: list[str] = Field(default_factory=list)
     """With `tools`: the answer must be a call of one of these (of `tools`), where the backend
     can hold it to that: the embedded model by grammar (unless `constrain_tools` is `off`), a
@@ -123,6 +127,22 @@ class ToolCallChunk(BaseModel):
     arguments: str | None = None
 
 
+class ToolConfidenceChunk(BaseModel):
+    """How sure the model is that one of the offered tools serves the message, measured before
+    it wrote (the embedded model: `LocalModel.min_tool_confidence`). Sent before the answer;
+    when `withheld`, it is the answer: the caller asks again without the tools (`react` offers
+    only those that answer, and says that no tool fits)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    kind: Literal["tool_confidence"] = "tool_confidence"
+    confidence: float
+    """The probability of the likeliest offered tool's name at the start of a call; below the
+    threshold, a bound (the search stops there)."""
+    withheld: bool
+    """It was below the model's threshold: nothing was written."""
+
+
 class UsageChunk(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
@@ -130,7 +150,7 @@ class UsageChunk(BaseModel):
     usage: Usage
 
 
-ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk
+ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | ToolConfidenceChunk | UsageChunk
 
 
 @runtime_checkable

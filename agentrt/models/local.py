@@ -37,10 +37,12 @@ from agentrt.models.base import (
     ModelChunk,
     ModelRequest,
     TextChunk,
+    ToolConfidenceChunk,
     UsageChunk,
     for_llama_grammar,
     text_mode_messages,
 )
+from agentrt.models.confidence import CALL_OPENER, tool_confidence
 from agentrt.models.formats import (
     ToolFormat,
     format_for_metadata,
@@ -82,6 +84,12 @@ class LocalModel:
         more and keep it if it serves a part of the question the others left out (see
         `agentrt.models.more_calls`): asked for two things, small models write one call. By
         default, the weight pack's choice (on for the 0.5B, off for the 1.5B and for a file)
+    :param min_tool_confidence: before a constrained turn on the user's message, measure how
+        sure the model is that an offered tool serves it (`agentrt.models.confidence`); below
+        this, the turn is given back unwritten, withheld (`ToolConfidenceChunk`), for the
+        caller to ask again without the tools: offered tools, small models call one whether
+        or not any fits. 0 turns it off. By default, the weight pack's threshold (0.3 for the
+        1.5B, 0.1 for the 0.5B, read off the tool-calling benchmark's dev half), off for a file
     """
 
     native_tools = True
@@ -104,6 +112,7 @@ class LocalModel:
         seed: int = 0,
         progress: Callable[[int, int], None] | None = None,
         probe_calls: bool | None = None,
+        min_tool_confidence: float | None = None,
     ) -> None:
         packs = weight_packs()
         self._pack: WeightPack | None = packs.get(model) if isinstance(model, str) else None
@@ -127,6 +136,12 @@ class LocalModel:
         if probe_calls is None:
             probe_calls = self._pack is not None and self._pack.probe_calls
         self.probe_calls = probe_calls
+        if min_tool_confidence is None:
+            min_tool_confidence = 0.0 if self._pack is None else self._pack.min_tool_confidence
+        if not 0.0 <= min_tool_confidence <= 1.0:
+            msg = f"min_tool_confidence is a probability, 0 to 1: got {min_tool_confidence}"
+            raise UserError(msg)
+        self.min_tool_confidence = min_tool_confidence
         self._llama: Any = None
         self._chat_template: Any = None
         """The GGUF's chat template as llama-cpp-python renders it, made when first needed."""
@@ -145,6 +160,13 @@ class LocalModel:
                 template = self._llama.metadata.get("tokenizer.chat_template")
                 if isinstance(template, str):
                     self.starts_in_reasoning = template_starts_in_reasoning(template)
+                written = format_for_metadata(self._llama.metadata)
+                if self.min_tool_confidence and written != "hermes":
+                    msg = (
+                        "min_tool_confidence reads the opening of a Hermes call "
+                        f"(<tool_call>); {self._name} writes {written} calls: set it to 0"
+                    )
+                    raise UserError(msg)
 
     def _load_blocking(self) -> Any:
         path = self._path
@@ -227,6 +249,12 @@ class LocalModel:
         await self.load()
         kwargs = self.completion_arguments(request)
         async with self._busy:
+            if self._weighs_tools(request, kwargs):
+                confidence = await anyio.to_thread.run_sync(self._tool_confidence, request, kwargs)
+                withheld = confidence < self.min_tool_confidence
+                yield ToolConfidenceChunk(confidence=round(confidence, 4), withheld=withheld)
+                if withheld:
+                    return  # the caller asks again, told that no tool fits
             written: list[str] = []
             ended: str | None = None
             async for text, reason in self._pieces(self._llama.create_chat_completion, kwargs):
@@ -282,6 +310,56 @@ class LocalModel:
             more = opened + "".join(pieces)
             written += more
             yield more, len(pieces)
+
+    def _weighs_tools(self, request: ModelRequest, kwargs: dict[str, Any]) -> bool:
+        """Whether to measure the model's confidence in the offered tools before this turn:
+        a constrained one that may answer, on the user's message (a turn on tool results
+        follows from them), with a tool on offer that is no way of answering."""
+        return (
+            self.min_tool_confidence > 0
+            and "grammar" in kwargs
+            and not request.must_call
+            and bool(request.messages)
+            and request.messages[-1].role == "user"
+            and any(t.name not in request.answer_tools for t in request.tools)
+        )
+
+    def _tool_confidence(self, request: ModelRequest, kwargs: dict[str, Any]) -> float:
+        """The probability that the model, opening a call, names one of the offered tools
+        (`agentrt.models.confidence`), exact down to `min_tool_confidence`. Runs in a worker
+        thread, the model held."""
+        llama = self._llama
+
+        def tokenize(text: str) -> list[int]:
+            tokens: list[int] = llama.tokenize(text.encode(), add_bos=False, special=True)
+            return tokens
+
+        return tool_confidence(
+            self._chat_prompt(kwargs) + CALL_OPENER,
+            [t.name for t in request.tools if t.name not in request.answer_tools],
+            tokenize=tokenize,
+            logprobs=self._logprobs,
+            threshold=self.min_tool_confidence,
+        )
+
+    def _logprobs(self, tokens: list[int]) -> Callable[[int], float]:
+        """The model's log-probability of each token after `tokens`. What the KV cache holds
+        of them is kept, and the turn that follows reuses it: the prompt is evaluated once."""
+        import numpy as np
+
+        llama = self._llama
+        kept = 0
+        for held, token in zip(llama.input_ids[: llama.n_tokens], tokens, strict=False):
+            if held != token:
+                break
+            kept += 1
+        llama.n_tokens = min(kept, len(tokens) - 1)  # the last token is evaluated: its logits
+        llama.eval(tokens[llama.n_tokens :])
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
+        logits = logits.astype(np.float64)
+        top = logits.max()
+        total = float(top + np.log(np.exp(logits - top).sum()))
+        return lambda token: float(logits[token]) - total
 
     def _chat_prompt(self, kwargs: dict[str, Any]) -> str:
         """The prompt `create_chat_completion` renders for `kwargs`, from the GGUF's template."""

@@ -74,6 +74,10 @@ _EXCERPT = 300
 """Characters of a response body quoted in an error message."""
 
 
+_ServerChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk
+"""What a server's stream holds (a `ToolConfidenceChunk` is the embedded model's)."""
+
+
 class OpenAISettings(BaseSettings):
     """Where the server is and how to talk to it; each field can be set as
     `AGENTRT_OPENAI_<FIELD>` in the environment."""
@@ -358,7 +362,7 @@ class OpenAIModel:
             raise _Retryable(reason, _retry_after(response.headers.get("retry-after")))
         raise RequestRejected(reason)
 
-    def _chunks(self, sse: httpx_sse.ServerSentEvent, started: bool) -> list[ModelChunk]:
+    def _chunks(self, sse: httpx_sse.ServerSentEvent, started: bool) -> list[_ServerChunk]:
         """The chunks in one SSE event; raise if the event is broken or reports an error."""
         try:
             payload = _StreamChunk.model_validate_json(sse.data)
@@ -379,7 +383,7 @@ class OpenAIModel:
                 msg = f"{code} {httpx.codes.get_reason_phrase(code)}: {detail}"
                 raise RequestRejected(msg)
             raise _Retryable(f"an error in the stream: {detail}")
-        out: list[ModelChunk] = []
+        out: list[_ServerChunk] = []
         delta = payload.choices[0].delta if payload.choices else None
         if delta is not None:
             # vLLM, SGLang and DeepSeek name it `reasoning_content`, newer vLLM and llama.cpp

@@ -16,6 +16,7 @@ from agentrt.models.base import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
+    ToolConfidenceChunk,
     UsageChunk,
 )
 
@@ -38,6 +39,10 @@ class ScriptedTurn(BaseModel):
     """Reported usage; when None, tokens are counted as whitespace-separated words."""
     error: ModelError | None = None
     """Raised once the text has been streamed: a server that breaks off mid-answer."""
+    tool_confidence: float | None = None
+    """Sent first when set (`ToolConfidenceChunk`), as the embedded model measures it."""
+    tools_withheld: bool = False
+    """With `tool_confidence`: below the model's threshold, so the turn is that alone."""
 
 
 ScriptItem = str | ScriptedTurn | Callable[[ModelRequest], "str | ScriptedTurn"]
@@ -93,6 +98,8 @@ class ScriptedModel:
         turn = item(request) if callable(item) else item
         if isinstance(turn, str):
             turn = ScriptedTurn(text=turn)
+        if turn.tool_confidence is not None:
+            yield ToolConfidenceChunk(confidence=turn.tool_confidence, withheld=turn.tools_withheld)
 
         thoughts = _TOKEN.findall(turn.reasoning)
         for token in thoughts:

@@ -44,6 +44,9 @@ class WeightPack(BaseModel):
     """`LocalModel`'s default for asking the model for one more call after its last (measured:
     the 0.5B's parallel calls 25 -> 75 % on the tool-calling benchmark's dev half; the 1.5B's
     unchanged at 83 %, each question a dropped call's tokens slower)."""
+    min_tool_confidence: float = 0.0
+    """`LocalModel`'s default threshold of its confidence that an offered tool serves the
+    message, read off the tool-calling benchmark's dev half (see the README)."""
 
 
 def weight_packs() -> dict[str, WeightPack]:

@@ -43,6 +43,7 @@ from agentrt.models.base import (
     ModelRequest,
     TextChunk,
     ToolCallChunk,
+    ToolConfidenceChunk,
 )
 from agentrt.parsing import (
     CallPiece,
@@ -126,6 +127,8 @@ class _ReAct:
         self.start = len(self.messages) - 1
         """Where this run's own messages start: at the question."""
         self._tools_version = -1
+        self._no_fit = False
+        """Only the tools that answer are shown (`_withhold_tools`)."""
         self._sync_tools()
         self._made: Counter[str] = Counter()
         """How often each call (tool and arguments) was made in the run."""
@@ -137,6 +140,17 @@ class _ReAct:
         """How often the last turn's failed calls had failed before: the next turn is sampled
         (`ModelRequest.retry`) rather than greedy once a failed call is made again as it was."""
 
+    def _withhold_tools(self) -> None:
+        """The model found no offered tool likely to serve the question (`tools_withheld`):
+        from now on, show it only the tools that answer, and say that no tool fits. The others
+        stay callable: a model that names one anyway knows what it wants."""
+        self._no_fit = True
+        self._tools_version = -1
+        self._sync_tools()
+        note = self.task.prompt("no_tool_fits.j2", [])
+        self.messages.insert(1, Message(role="system", content=note))
+        self.start += 1
+
     def _sync_tools(self) -> None:
         """Show the model the tools on offer: they change when a tool adds a session tool."""
         toolbox = self.task.tools
@@ -147,7 +161,9 @@ class _ReAct:
         self.parser = ToolCallParser(
             TagSpec(t.name, t.text_param, t.split, t.definition.parameters) for t in tools
         )
-        self.definitions = [t.definition for t in tools]
+        shown = [t for t in tools if t.ends_run or not self._no_fit]
+        self.definitions = [t.definition for t in shown]
+        self.answer_tools = [t.name for t in shown if t.ends_run]
         self.messages[0] = Message(
             role="system", content=self.task.prompt("react.j2", self.definitions)
         )
@@ -271,6 +287,7 @@ class _ReAct:
         request = ModelRequest(
             messages=self.messages,
             tools=[] if answer_now else self.definitions,
+            answer_tools=self.answer_tools,
             results_nudge=answer_now or self.results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
             must_call=must_call,
@@ -313,6 +330,9 @@ class _ReAct:
                 await stream.aclose()
         if failure is not None:
             raise failure
+        if turn.withheld and not self._no_fit:
+            self._withhold_tools()
+            return await self._turn(step)
         return turn
 
     def _discard(self) -> None:
@@ -337,6 +357,8 @@ class _Turn:
         self.calls: list[NativeToolCall] = []
         """The native calls, whole: for the conversation and the record."""
         self.usage = Usage()
+        self.withheld = False
+        """The model wrote nothing: it found no offered tool likely (`ToolConfidenceChunk`)."""
         self._written: set[str] = set()
         self._named: set[str] = set()
         """The tools this turn has called so far."""
@@ -360,7 +382,10 @@ class _Turn:
             return self.dispatch(
                 run.assembler.feed(chunk.index, chunk.id, chunk.name, chunk.arguments)
             )
-        self.usage = chunk.usage
+        if isinstance(chunk, ToolConfidenceChunk):
+            self.withheld = chunk.withheld
+        else:
+            self.usage = chunk.usage
         return False
 
     def dispatch(self, pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:

@@ -288,3 +288,58 @@ def test_asking_for_more_calls_is_the_packs_choice(small_model_path: Path) -> No
     assert LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m").probe_calls is False
     assert LocalModel(small_model_path).probe_calls is False
     assert LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m", probe_calls=True).probe_calls is True
+
+
+def air_quality(city: str) -> str:
+    """The air quality index of a city, from its monitoring stations."""
+    return "42"
+
+
+def uv_index(city: str) -> str:
+    """Today's UV index in a city."""
+    return "3"
+
+
+@pytest.mark.parametrize(
+    ("question", "tool"),
+    [
+        ("What is the weather in Oslo?", "city_weather"),
+        ("How clean is the air in Delhi?", "air_quality"),
+        ("Translate 'good morning' into Spanish.", None),
+        ("Write a haiku about autumn.", None),
+    ],
+)
+async def test_unsure_of_every_tool_the_model_calls_none(
+    small_model_path: Path, question: str, tool: str | None
+) -> None:
+    """Before its first turn, the 0.5B's probability of the likeliest weather tool's name
+    (`min_tool_confidence`): far above 0.1 for weather questions, which it then calls for,
+    far below for others (measured 0.96-0.99 against 0.01-0.02), whose turn is asked again
+    with only `finish` shown, and no weather tool is called."""
+    model = LocalModel(small_model_path, max_tokens=64, min_tool_confidence=0.1)
+    tools = [city_weather, air_quality, uv_index]
+    agent = Agent(model, tools=tools, settings=AgentSettings(trajectory_dir=None))
+    first = await _first_turn(agent, question)
+    responses = [e for e in first if isinstance(e, ModelResponseEvent)]
+    measured = responses[0].tool_confidence
+    assert measured is not None
+    calls = {e.name for e in first if isinstance(e, ToolCallEvent)}
+    if tool is None:
+        assert measured < 0.1
+        assert (responses[0].tools_withheld, responses[0].text, len(responses)) == (True, "", 2)
+        assert calls <= {"finish"}
+    else:
+        assert measured > 0.5
+        assert not responses[0].tools_withheld
+        assert calls == {tool}
+
+
+def test_the_confidence_threshold_is_the_packs_choice(small_model_path: Path) -> None:
+    """Read off the tool-calling benchmark's dev half per model, off for a file nobody
+    measured; the argument wins, and is a probability."""
+    assert LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m").min_tool_confidence == 0.1
+    assert LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m").min_tool_confidence == 0.3
+    assert LocalModel(small_model_path).min_tool_confidence == 0
+    assert LocalModel(small_model_path, min_tool_confidence=0.2).min_tool_confidence == 0.2
+    with pytest.raises(UserError, match="min_tool_confidence is a probability"):
+        LocalModel(small_model_path, min_tool_confidence=1.5)

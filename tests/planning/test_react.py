@@ -33,6 +33,7 @@ from agentrt import (
     Workspace,
 )
 from agentrt.models.base import ModelChunk, ModelRequest, TextChunk
+from agentrt.trajectory.replay import replay
 from tests.helpers import MakeAgent, call, check_stream, finish, last
 
 
@@ -176,6 +177,45 @@ class TestReasoning:
         events = await run(make_agent([turn]))
         assert "".join(e.text for e in of(events, ReasoningDeltaEvent)) == "Simple sum."
         assert last(events).answer == "2 + 2 = 4"
+
+
+class TestNoToolFits:
+    async def test_a_model_sure_of_no_tool_answers_without_them(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """A model that finds no offered tool likely (`ToolConfidenceChunk`, the embedded
+        model's) writes nothing; the turn is asked again, in the same step, with only the tools
+        that answer shown and a note that no tool fits. The record keeps both model calls, so
+        a replay makes the same run."""
+        unsure = ScriptedTurn(tool_confidence=0.02, tools_withheld=True)
+        agent = make_agent([unsure, "Canberra."])
+        result = await agent.run("What is the capital of Australia?", strategy="exploratory")
+        assert result.answer == "Canberra."
+        first, again = agent.model.requests
+        assert "add" in {t.name for t in first.tools}
+        assert {t.name for t in again.tools} == {"finish"}
+        notes = [m.content for m in again.messages if m.role == "system"]
+        assert any(n.startswith("NO TOOL FITS") for n in notes)
+        assert again.messages[-1].content == "What is the capital of Australia?"
+        assert result.path is not None
+        events = Trajectory.read(result.path).events
+        check_stream(events)
+        responses = of(events, ModelResponseEvent)
+        assert [(r.step, r.tool_confidence, r.tools_withheld, r.text) for r in responses] == [
+            (1, 0.02, True, ""),
+            (1, None, False, "Canberra."),
+        ]
+        assert [e.step for e in of(events, TurnStartedEvent)] == [1]
+        _, difference = await replay(Trajectory.read(result.path))
+        assert difference is None
+
+    async def test_a_sure_model_keeps_its_tools(self, make_agent: MakeAgent) -> None:
+        """Sure of a tool, the model writes its turn as ever, its confidence on the record."""
+        sure = ScriptedTurn(text=call("add", a=2, b=3), tool_confidence=0.9)
+        events = await run(make_agent([sure, "5"]))
+        assert [e.name for e in of(events, ToolCallEvent)] == ["add"]
+        assert of(events, ModelResponseEvent)[0].tool_confidence == 0.9
+        assert last(events).answer == "5"
 
 
 class TestEarlyFinish:
