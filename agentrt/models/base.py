@@ -77,9 +77,13 @@ class ModelRequest(BaseModel):
     """With `tools`: whether a backend that can (the embedded model) constrains the answer to
     text or valid calls of them (`AgentSettings.constrain_tools`); `auto` leaves it to the
     backend. Others ignore it."""
+    weigh_tools: bool = False
+    """With `tools`: the caller takes a `ToolConfidenceChunk` that withholds them (it then asks
+    again without them), so a backend that can measure how sure its model is that one serves
+    the message (the embedded model) may. Callers that cannot leave it False."""
     answer_tools: list[str] = Field(default_factory=list)
-    """With `tools`: those whose call is the answer (`finish`, a typed output's tool), not a use
-    of a tool. A backend that weighs whether a tool serves the message leaves them out."""
+    """With `weigh_tools`: the tools whose call is the answer (`finish`, a typed output's
+    tool), not a use of a tool, left out of the measure."""
     must_call: list[str] = Field(default_factory=list)
     """With `tools`: the answer must be a call of one of these (of `tools`), where the backend
     can hold it to that: the embedded model by grammar (unless `constrain_tools` is `off`), a

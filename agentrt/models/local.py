@@ -313,10 +313,12 @@ class LocalModel:
 
     def _weighs_tools(self, request: ModelRequest, kwargs: dict[str, Any]) -> bool:
         """Whether to measure the model's confidence in the offered tools before this turn:
-        a constrained one that may answer, on the user's message (a turn on tool results
-        follows from them), with a tool on offer that is no way of answering."""
+        one whose caller can withhold them, constrained, that may answer, on the user's
+        message (a turn on tool results follows from them), offering a tool that does not
+        answer."""
         return (
-            self.min_tool_confidence > 0
+            request.weigh_tools
+            and self.min_tool_confidence > 0
             and "grammar" in kwargs
             and not request.must_call
             and bool(request.messages)

@@ -287,6 +287,8 @@ class _ReAct:
         request = ModelRequest(
             messages=self.messages,
             tools=[] if answer_now else self.definitions,
+            # Withheld, the tools would leave a model that must rest its answer on some.
+            weigh_tools=not (self._no_fit or self.answer_needs),
             answer_tools=self.answer_tools,
             results_nudge=answer_now or self.results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
@@ -330,7 +332,7 @@ class _ReAct:
                 await stream.aclose()
         if failure is not None:
             raise failure
-        if turn.withheld and not self._no_fit:
+        if turn.withheld:
             self._withhold_tools()
             return await self._turn(step)
         return turn

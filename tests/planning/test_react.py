@@ -193,7 +193,9 @@ class TestNoToolFits:
         assert result.answer == "Canberra."
         first, again = agent.model.requests
         assert "add" in {t.name for t in first.tools}
+        assert (first.weigh_tools, first.answer_tools) == (True, ["finish"])
         assert {t.name for t in again.tools} == {"finish"}
+        assert not again.weigh_tools  # withheld once, for the rest of the run
         notes = [m.content for m in again.messages if m.role == "system"]
         assert any(n.startswith("NO TOOL FITS") for n in notes)
         assert again.messages[-1].content == "What is the capital of Australia?"
@@ -208,6 +210,17 @@ class TestNoToolFits:
         assert [e.step for e in of(events, TurnStartedEvent)] == [1]
         _, difference = await replay(Trajectory.read(result.path))
         assert difference is None
+
+    async def test_a_model_that_must_rest_its_answer_on_a_tool_keeps_them(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """A strategy whose answers need a tool's result (`answer_needs`, the `sequenced`
+        strategy's `add`) never asks the model to weigh its tools: withholding them would
+        leave it nothing to rest an answer on."""
+        agent = make_agent([call("echo", text="2"), call("add", a=1, b=2), "3"])
+        result = await agent.run("Go", strategy="sequenced")
+        assert result.answer == "3"
+        assert not any(r.weigh_tools for r in agent.model.requests)
 
     async def test_a_sure_model_keeps_its_tools(self, make_agent: MakeAgent) -> None:
         """Sure of a tool, the model writes its turn as ever, its confidence on the record."""
