@@ -14,7 +14,10 @@ only whether the best reaches a threshold is needed, so the names' token trie is
 first: the most probable open prefix is extended by one decode, and since extending a prefix
 never raises its probability, the search stops when a whole name is the most probable (sure)
 or the most probable prefix is below the threshold (unsure). Five decodes, median, on the dev
-half (0.4 s for the 0.5B, 0.8 s for the 1.5B), with the decisions of the exhaustive score.
+half (0.4 s for the 0.5B, 0.8 s for the 1.5B), with the decisions of the exhaustive score. The
+prefixes of one length that reach the threshold share a probability of at most 1, so however
+many tools are offered, a search decodes at most 1/threshold prefixes per token of the longest
+name.
 """
 
 from __future__ import annotations

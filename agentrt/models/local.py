@@ -84,7 +84,7 @@ class LocalModel:
         more and keep it if it serves a part of the question the others left out (see
         `agentrt.models.more_calls`): asked for two things, small models write one call. By
         default, the weight pack's choice (on for the 0.5B, off for the 1.5B and for a file)
-    :param min_tool_confidence: before a constrained turn on the user's message, measure how
+    :param min_tool_confidence: before a turn on the user's message, measure how
         sure the model is that an offered tool serves it (`agentrt.models.confidence`); below
         this, the turn is given back unwritten, withheld (`ToolConfidenceChunk`), for the
         caller to ask again without the tools: offered tools, small models call one whether
@@ -313,13 +313,13 @@ class LocalModel:
 
     def _weighs_tools(self, request: ModelRequest, kwargs: dict[str, Any]) -> bool:
         """Whether to measure the model's confidence in the offered tools before this turn:
-        one whose caller can withhold them, constrained, that may answer, on the user's
-        message (a turn on tool results follows from them), offering a tool that does not
-        answer."""
+        one whose caller can withhold them, that may answer, on the user's message (a turn on
+        tool results follows from them), offering a tool that does not answer. Constrained or
+        not: the measure reads the model's probabilities, not what a grammar lets it write."""
         return (
             request.weigh_tools
             and self.min_tool_confidence > 0
-            and "grammar" in kwargs
+            and "tools" in kwargs
             and not request.must_call
             and bool(request.messages)
             and request.messages[-1].role == "user"
@@ -357,6 +357,8 @@ class LocalModel:
             kept += 1
         llama.n_tokens = min(kept, len(tokens) - 1)  # the last token is evaluated: its logits
         llama.eval(tokens[llama.n_tokens :])
+        # Without `logits_all`, the last decode's logits are only in the context (the pinned
+        # llama-cpp-python 0.3.36 keeps no copy in `Llama.scores`).
         logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
         logits = logits.astype(np.float64)
         top = logits.max()

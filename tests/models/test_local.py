@@ -343,3 +343,33 @@ def test_the_confidence_threshold_is_the_packs_choice(small_model_path: Path) ->
     assert LocalModel(small_model_path, min_tool_confidence=0.2).min_tool_confidence == 0.2
     with pytest.raises(UserError, match="min_tool_confidence is a probability"):
         LocalModel(small_model_path, min_tool_confidence=1.5)
+
+
+def test_which_turns_are_weighed() -> None:
+    """A turn whose caller can take withheld tools, on the user's message, offering a tool
+    that does not answer, constrained or not; never one held to a call, on tool results, or
+    offering only `finish`. Decided without the weights."""
+    model = LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m")
+    tools = {
+        name: Agent(model, tools=[city_weather]).workspace.tools[name].definition
+        for name in ("city_weather", "finish")
+    }
+    asked = [Message(role="user", content="What is the weather in Oslo?")]
+    base = ModelRequest(
+        messages=asked, tools=list(tools.values()), weigh_tools=True, answer_tools=["finish"]
+    )
+
+    def weighed(**changes: object) -> bool:
+        request = base.model_copy(update=changes)
+        return model._weighs_tools(request, model.completion_arguments(request))
+
+    assert weighed()
+    assert weighed(constrain_tools="off")
+    assert not weighed(weigh_tools=False)
+    assert not weighed(must_call=["city_weather"])
+    assert not weighed(tools=[tools["finish"]])
+    on_results = [*asked, Message(role="tool", content="sunny", name="city_weather")]
+    assert not weighed(messages=on_results)
+    assert not LocalModel(model._pack.name, min_tool_confidence=0)._weighs_tools(
+        base, model.completion_arguments(base)
+    )
