@@ -1,8 +1,9 @@
 """Internal. How sure the embedded model is that one of the offered tools serves the message.
 
-Offered tools, a small model calls one whether or not any fits: asked "what is the capital of
-France?" beside five weather tools, the constrained 1.5B called a tool for two of three such
-questions (issue 18). Its own probabilities know better. Opened a call (``<tool_call>`` and
+Offered tools, a small model calls one whether or not any fits: on the tool-calling
+benchmark's questions that none of the five offered tools serves (a restaurant booking beside
+weather tools), the constrained 1.5B called one for two of three (issue 18). Its own
+probabilities know better. Opened a call (``<tool_call>`` and
 ``{"name": "``), the probability it gives the likeliest offered tool's name is high when one
 serves the message and low when none does: on the tool-calling benchmark's dev half it told the
 12 no-tool questions from the 66 served ones with an AUROC of 0.994 (1.5B) and 0.987 (0.5B),

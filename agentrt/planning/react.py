@@ -332,7 +332,7 @@ class _ReAct:
                 await stream.aclose()
         if failure is not None:
             raise failure
-        if turn.withheld:
+        if turn.withheld and not self._no_fit:  # once: a backend may not withhold unasked
             self._withhold_tools()
             return await self._turn(step)
         return turn
