@@ -272,6 +272,8 @@ async def _floor_turn(
             "text": text,
             "reasoning": "",
             "tool_calls": [],
+            "tool_confidence": None,
+            "tools_withheld": False,
             "usage": _USAGE,
             "duration": duration,
         }

@@ -151,6 +151,12 @@ class _ReAct:
         self.messages.insert(1, Message(role="system", content=note))
         self.start += 1
 
+    @property
+    def _may_withhold(self) -> bool:
+        """Whether the model may find no tool likely (`ModelRequest.weigh_tools`): not once it
+        has, nor where the tools would leave a model that must rest its answer on some."""
+        return not (self._no_fit or self.answer_needs)
+
     def _sync_tools(self) -> None:
         """Show the model the tools on offer: they change when a tool adds a session tool."""
         toolbox = self.task.tools
@@ -287,8 +293,7 @@ class _ReAct:
         request = ModelRequest(
             messages=self.messages,
             tools=[] if answer_now else self.definitions,
-            # Withheld, the tools would leave a model that must rest its answer on some.
-            weigh_tools=not (self._no_fit or self.answer_needs),
+            weigh_tools=self._may_withhold,
             answer_tools=self.answer_tools,
             results_nudge=answer_now or self.results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
