@@ -36,6 +36,9 @@ def test_the_data_is_what_the_docstring_says(bench: ModuleType) -> None:
             assert set(arguments) <= set(offered[name].args_model.model_fields), q.id
         assert (q.kind == "none") == (not q.calls), q.id
         assert (q.kind == "parallel") == (len(q.calls) > 1), q.id
+        # Each is a whole sentence: YAML reads an unquoted ` #` as a comment, and "Let the
+        # #general channel know …" was asked as "Let the" until it was quoted.
+        assert q.text.endswith((".", "?", "!", '"')), q.id
     dev, held_out = bench.half(questions, "dev"), bench.half(questions, "held-out")
     assert {q.id for q in dev}.isdisjoint(q.id for q in held_out)
     assert len(dev) + len(held_out) == len(questions)
