@@ -24,7 +24,8 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -257,11 +258,16 @@ class LocalModel:
                     return  # the caller asks again, told that no tool fits
             written: list[str] = []
             ended: str | None = None
-            async for text, reason in self._pieces(self._llama.create_chat_completion, kwargs):
-                ended = reason or ended
-                if text:
-                    written.append(text)
-                    yield TextChunk(text=text)
+            # Closed here, not when the garbage collector gets to it: a caller that stops
+            # reading (a cut turn) must leave no generation running once the model is free,
+            # or the next turn decodes beside it and llama.cpp crashes the process.
+            pieces = self._pieces(self._llama.create_chat_completion, kwargs)
+            async with aclosing(pieces):
+                async for text, reason in pieces:
+                    ended = reason or ended
+                    if text:
+                        written.append(text)
+                        yield TextChunk(text=text)
             tokens = len(written)
             if ended == "stop" and self.probe_calls and "grammar" in kwargs:
                 budget = kwargs["max_tokens"] - tokens
@@ -297,10 +303,11 @@ class LocalModel:
             pieces: list[str] = []
             ended: str | None = None
             probe.update(prompt=head + written + opened, max_tokens=budget)
-            async for text, reason in self._pieces(self._llama.create_completion, probe):
-                ended = reason or ended
-                if text:
-                    pieces.append(text)
+            async with aclosing(self._pieces(self._llama.create_completion, probe)) as written_now:
+                async for text, reason in written_now:
+                    ended = reason or ended
+                    if text:
+                        pieces.append(text)
             call = written_calls("".join(pieces)) if ended == "stop" else []
             if len(call) != 1 or not serves_more(call[0], calls, question):
                 _log.debug("asked for one more call, dropped %r", "".join(pieces))
@@ -384,7 +391,7 @@ class LocalModel:
 
     async def _pieces(
         self, generate: Callable[..., Any], kwargs: dict[str, Any]
-    ) -> AsyncIterator[tuple[str, str | None]]:
+    ) -> AsyncGenerator[tuple[str, str | None], None]:
         """The text pieces (tokens) `generate` streams in a worker thread, each with its finish
         reason (`stop` or `length` on the last, else None)."""
         loop = asyncio.get_running_loop()

@@ -373,3 +373,20 @@ def test_which_turns_are_weighed() -> None:
     assert not LocalModel(model._pack.name, min_tool_confidence=0)._weighs_tools(
         base, model.completion_arguments(base)
     )
+
+
+async def test_a_stream_closed_early_stops_generating_before_the_next(local: LocalModel) -> None:
+    """A caller that stops reading (react cuts a turn) closes the stream: its generation must
+    have stopped by then, or the next stream decodes beside it in another thread and llama.cpp
+    crashes the process (a segmentation fault, found on the tool-calling benchmark)."""
+    request = ModelRequest(
+        messages=[Message(role="user", content="Count from one to fifty, in words.")],
+        max_tokens=40,
+    )
+    for _ in range(3):
+        stream = local.stream(request)
+        async for _chunk in stream:
+            break
+        await stream.aclose()  # type: ignore[attr-defined]
+    text = "".join([c.text async for c in local.stream(request) if isinstance(c, TextChunk)])
+    assert text.strip()
