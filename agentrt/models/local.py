@@ -85,7 +85,7 @@ class LocalModel:
         more and keep it if it serves a part of the question the others left out (see
         `agentrt.models.more_calls`): asked for two things, small models write one call. By
         default, the weight pack's choice (on for the 0.5B, off for the 1.5B and for a file)
-    :param min_tool_confidence: before a turn on the user's message, measure how
+    :param min_tool_confidence: before a constrained turn on the user's message, measure how
         sure the model is that an offered tool serves it (`agentrt.models.confidence`); below
         this, the turn is given back unwritten, withheld (`ToolConfidenceChunk`), for the
         caller to ask again without the tools: offered tools, small models call one whether
@@ -320,13 +320,14 @@ class LocalModel:
 
     def _weighs_tools(self, request: ModelRequest, kwargs: dict[str, Any]) -> bool:
         """Whether to measure the model's confidence in the offered tools before this turn:
-        one whose caller can withhold them, that may answer, on the user's message (a turn on
-        tool results follows from them), offering a tool that does not answer. Constrained or
-        not: the measure reads the model's probabilities, not what a grammar lets it write."""
+        one whose caller can withhold them, constrained, that may answer, on the user's message
+        (a turn on tool results follows from them), offering a tool that does not answer.
+        Unconstrained, the 0.5B answered the no-fit turn with invalid calls for 11 of the 12
+        no-tool questions of the held-out half (0 % answered, against 33 % unweighed)."""
         return (
             request.weigh_tools
             and self.min_tool_confidence > 0
-            and "tools" in kwargs
+            and "grammar" in kwargs
             and not request.must_call
             and bool(request.messages)
             and request.messages[-1].role == "user"

@@ -346,9 +346,9 @@ def test_the_confidence_threshold_is_the_packs_choice(small_model_path: Path) ->
 
 
 def test_which_turns_are_weighed() -> None:
-    """A turn whose caller can take withheld tools, on the user's message, offering a tool
-    that does not answer, constrained or not; never one held to a call, on tool results, or
-    offering only `finish`. Decided without the weights."""
+    """A constrained turn whose caller can take withheld tools, on the user's message,
+    offering a tool that does not answer; never an unconstrained one, one held to a call, on
+    tool results, or offering only `finish`. Decided without the weights."""
     model = LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m")
     tools = {
         name: Agent(model, tools=[city_weather]).workspace.tools[name].definition
@@ -364,7 +364,7 @@ def test_which_turns_are_weighed() -> None:
         return model._weighs_tools(request, model.completion_arguments(request))
 
     assert weighed()
-    assert weighed(constrain_tools="off")
+    assert not weighed(constrain_tools="off")
     assert not weighed(weigh_tools=False)
     assert not weighed(must_call=["city_weather"])
     assert not weighed(tools=[tools["finish"]])
