@@ -27,7 +27,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 
-__all__ = ["CALL_OPENER", "tool_confidence"]
+__all__ = ["CALL_OPENER", "common_prefix", "tool_confidence"]
 
 CALL_OPENER = '<tool_call>\n{"name": "'
 """A Hermes call (the embedded models' format), opened up to its tool's name."""
@@ -53,7 +53,7 @@ def tool_confidence(
     spelled = [tokenize(prompt + name + _NAME_END) for name in names]
     # The prompt's last token may merge with a name's first (a space and a word are one token):
     # each name is scored from one token before the first that differs from the prompt's.
-    fork = min(_common(start, tokens) for tokens in spelled) - 1
+    fork = min(common_prefix(start, tokens) for tokens in spelled) - 1
     head = start[: max(fork, 0)]
     tails = {tuple(tokens[len(head) :]) for tokens in spelled}
     children: dict[tuple[int, ...], set[int]] = {}
@@ -72,7 +72,7 @@ def tool_confidence(
     return 0.0  # no names
 
 
-def _common(one: list[int], other: list[int]) -> int:
+def common_prefix(one: Sequence[int], other: Sequence[int]) -> int:
     """How many tokens two sequences share from the start."""
     return next(
         (i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b),

@@ -43,7 +43,7 @@ from agentrt.models.base import (
     for_llama_grammar,
     text_mode_messages,
 )
-from agentrt.models.confidence import CALL_OPENER, tool_confidence
+from agentrt.models.confidence import CALL_OPENER, common_prefix, tool_confidence
 from agentrt.models.formats import (
     ToolFormat,
     format_for_metadata,
@@ -358,11 +358,7 @@ class LocalModel:
         import numpy as np
 
         llama = self._llama
-        kept = 0
-        for held, token in zip(llama.input_ids[: llama.n_tokens], tokens, strict=False):
-            if held != token:
-                break
-            kept += 1
+        kept = common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
         llama.n_tokens = min(kept, len(tokens) - 1)  # the last token is evaluated: its logits
         llama.eval(tokens[llama.n_tokens :])
         # Without `logits_all`, the last decode's logits are only in the context (the pinned
