@@ -250,6 +250,13 @@ class ToolTurns(_StrategyBase):
     lasts; guard `unfounded_answer`), then taken with its doubt (`run_finished.doubt`
     `tools_failed`), whatever other calls succeeded (a schema read, a chart). Empty: an answer
     is in doubt only when the run called tools and none succeeded."""
+    calls_only: bool = False
+    """Every turn calls tools and none answers in text (`ModelRequest.must_call`: the embedded
+    model's grammar admits no text, a native-tools server is sent `tool_choice`): the answer
+    comes from a tool that ends the run (`finish_retrieval`), and the budget's last step may
+    call only those. For strategies whose answer must go through their own tool: told in the
+    prompt not to answer in plain text, the 1.5B still answered with a plan of the searches it
+    would make, in prose, in 3 of 4 knowledge runs (issue 24)."""
     results_nudge: str | None = Field(None, min_length=1, max_length=500)
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
     told after them, at the end of the one user message that lists them; None keeps the

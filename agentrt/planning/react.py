@@ -44,6 +44,7 @@ from agentrt.models.base import (
     TextChunk,
     ToolCallChunk,
     ToolConfidenceChunk,
+    ToolDefinition,
 )
 from agentrt.parsing import (
     CallPiece,
@@ -71,7 +72,7 @@ turn after turn, its result answered from the cache each time, spends the whole 
 so (the 0.5B, 8 identical searches in both runs of a multi-hop question, issue 24)."""
 LOOP_NUDGE = (
     "You have made the same call ({call}) {times} times; its result is above and will not "
-    "change. Answer the question now, in plain text, from the results you have."
+    "change. Answer the question now, {how}, from the results you have."
 )
 ANSWER_PUSHBACKS = 2
 """The times an answer written before any of the strategy's `answer_needs` tools succeeded is
@@ -114,6 +115,8 @@ class _ReAct:
         self.awaited = frozenset(n for needs in self.after.values() for n in needs)
         """Tools another one needs the result of: a call of one ends its turn."""
         self.answer_needs: Sequence[str] = rules.answer_needs if rules else ()
+        self.calls_only = rules.calls_only if rules else False
+        """Every turn must call; the answer is a call of a tool that ends the run."""
         self._founded = not self.answer_needs
         """An answer may be taken: one of `answer_needs` succeeded (or none is named)."""
         self._pushbacks = 0
@@ -155,7 +158,7 @@ class _ReAct:
     def _may_withhold(self) -> bool:
         """Whether the model may find no tool likely (`ModelRequest.weigh_tools`): not once it
         has, nor where the tools would leave a model that must rest its answer on some."""
-        return not (self._no_fit or self.answer_needs)
+        return not (self._no_fit or self.answer_needs or self.calls_only)
 
     def _sync_tools(self) -> None:
         """Show the model the tools on offer: they change when a tool adds a session tool."""
@@ -230,7 +233,9 @@ class _ReAct:
             call = f"{o.name}({o.arguments})"
             self._made[call] += 1
             if self._made[call] >= REPEATS_BEFORE_ANSWER:
-                self._loop_nudge = LOOP_NUDGE.format(call=call, times=self._made[call])
+                self._loop_nudge = LOOP_NUDGE.format(
+                    call=call, times=self._made[call], how=self._how_to_answer
+                )
             if o.status != "ok":
                 # At temperature 0 the 1.5B made one failing query six times, the error in
                 # front of it each time (issue 24): a repeat is sampled, with a new seed each.
@@ -281,18 +286,34 @@ class _ReAct:
         )
         return True
 
-    async def _turn(self, step: int) -> _Turn:
-        ctx = self.ctx
-        answer_now, self._loop_nudge = self._loop_nudge, None
-        must_call: list[str] = []
+    @property
+    def _how_to_answer(self) -> str:
+        if self.calls_only:
+            return f"by calling {' or '.join(self.answer_tools)}"
+        return "in plain text"
+
+    def _offer(self, step: int, answer_now: bool) -> tuple[list[ToolDefinition], list[str]]:
+        """The tools a turn is offered, and those it must call one of (`ModelRequest`)."""
+        if not self.calls_only:
+            return ([] if answer_now else self.definitions), []
+        if answer_now or step >= self.task.step_budget:  # its last chance to answer
+            answering = [d for d in self.definitions if d.name in self.answer_tools]
+            return answering, list(self.answer_tools)
+        return self.definitions, [d.name for d in self.definitions]
+
+    def _request(self, step: int, answer_now: str | None) -> ModelRequest:
+        """What the model is asked for the turn of `step`; `answer_now` (`LOOP_NUDGE`) asks
+        it for the answer."""
+        tools, must_call = self._offer(step, bool(answer_now))
         retry = self._retry
         if self._forced and not self._founded and not answer_now:
             self._forced -= 1
-            must_call = list(self.answer_needs)
+            offered = {d.name for d in tools}
+            must_call = [n for n in self.answer_needs if n in offered] or must_call
             retry = max(retry, self._needed_failures)
-        request = ModelRequest(
+        return ModelRequest(
             messages=self.messages,
-            tools=[] if answer_now else self.definitions,
+            tools=tools,
             weigh_tools=self._may_withhold,
             answer_tools=self.answer_tools,
             results_nudge=answer_now or self.results_nudge,
@@ -300,10 +321,16 @@ class _ReAct:
             must_call=must_call,
             retry=retry,
         )
+
+    async def _turn(self, step: int) -> _Turn:
+        ctx = self.ctx
+        answer_now, self._loop_nudge = self._loop_nudge, None
+        request = self._request(step, answer_now)
         started = time.perf_counter()
         failure: Exception | None = None
         async with asyncio.TaskGroup() as tg:
-            turn = _Turn(self, step, Batch(self.task.executor, tg), answer_only=bool(answer_now))
+            answer_only = bool(answer_now) and not self.calls_only  # there, the answer calls
+            turn = _Turn(self, step, Batch(self.task.executor, tg), answer_only=answer_only)
             stream = ctx.stream(request, step=step)
             try:
                 cut = False

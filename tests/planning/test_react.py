@@ -477,6 +477,48 @@ class TestNeedsResult:
         assert (end.status, end.answer, end.doubt) == ("ok", "It is 2.", "tools_failed")
 
 
+def calls_only_agent(workspace: Workspace, tmp_path: Path, turns: list[str]) -> Agent:
+    """An agent whose `exploratory` strategy (4 steps, every tool) says `calls_only`."""
+    strategy = workspace.strategies["exploratory"].model_copy(update={"calls_only": True})
+    strict = copy.copy(workspace)
+    strict.strategies = {**workspace.strategies, "exploratory": strategy}
+    settings = AgentSettings(trajectory_dir=tmp_path)
+    return Agent(workspace=strict, model=ScriptedModel(turns), settings=settings)
+
+
+class TestCallsOnly:
+    """A strategy's `calls_only`: every turn must call, the last only a tool that ends the run
+    (the knowledge strategies: the 1.5B answered with a plan of searches in prose)."""
+
+    async def test_every_turn_must_call_and_the_last_must_answer(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        turns = [call("echo", text=str(i)) for i in range(3)] + [call("finish", answer="2")]
+        agent = calls_only_agent(workspace, tmp_path, turns)
+        events = await run(agent)
+        requests = agent.model.requests  # type: ignore[attr-defined]
+        offered = [[t.name for t in r.tools] for r in requests]
+        assert [r.must_call for r in requests[:3]] == offered[:3]
+        assert "echo" in offered[0] and "finish" in offered[0]
+        assert (offered[3], requests[3].must_call) == (["finish"], ["finish"])
+        assert not any(r.weigh_tools for r in requests)  # withholding would leave no search
+        assert (last(events).status, last(events).answer) == ("ok", "2")
+
+    async def test_a_repeated_call_is_answered_by_calling_the_answer_tool(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """The repeated-call breaker asks for the answer through `finish`, not in text, and
+        the `finish` in that turn runs (elsewhere a call in it is refused)."""
+        turns = [call("echo", text="a")] * 3 + [call("finish", answer="a")]
+        agent = calls_only_agent(workspace, tmp_path, turns)
+        events = await run(agent)
+        asked = agent.model.requests[3]  # type: ignore[attr-defined]
+        assert ([t.name for t in asked.tools], asked.must_call) == (["finish"], ["finish"])
+        assert "Answer the question now, by calling finish" in asked.results_nudge
+        assert "repetition" not in [e.kind for e in of(events, GuardEvent)]
+        assert (last(events).status, last(events).answer) == ("ok", "a")
+
+
 class TestRepeatedCalls:
     async def test_a_call_made_three_times_asks_for_an_answer(self, make_agent: MakeAgent) -> None:
         same = call("echo", text="x")
