@@ -424,8 +424,9 @@ class _Turn:
 
     def dispatch(self, pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:
         """Show the text and start the calls among `pieces`; True when the turn ends here: a
-        call repeats one already written in it (the model is looping), or is one whose result
-        another tool needs (what the model writes next would guess at that result)."""
+        call repeats one already written in it (the model is looping), ends the run (what
+        comes after the answer is not read), or is one whose result another tool needs (what
+        the model writes next would guess at that result)."""
         ctx = self.run.ctx
         for piece in pieces:
             if isinstance(piece, TextPiece):
@@ -464,6 +465,11 @@ class _Turn:
                 piece, step=self.step, call_id=call_id, arguments_json=arguments_json
             )
             self.batch.add(admitted)
+            if isinstance(piece, CallPiece) and piece.name in self.run.answer_tools:
+                # The answer is given: the 1.5B went on with a dozen page reads after its
+                # finish_retrieval, which then counted as written before their results.
+                self._end_at(piece)
+                return True
             if isinstance(piece, CallPiece) and piece.name in self.run.awaited:
                 self._end_at(piece)
                 ctx.emit(

@@ -33,6 +33,8 @@ class TestStrategies:
         assert tools["targeted"] >= SHELL
         assert tools["exploratory"] >= SHELL
         assert all("finish_retrieval" in t for t in tools.values())
+        # Their answer is finish_retrieval's: no turn may answer in text.
+        assert all(s.calls_only for s in strategies.values())
 
     @pytest.mark.parametrize("name", ["aggregate", "list", "targeted", "exploratory"])
     def test_instructions_say_the_rules(self, workspace: Workspace, name: str) -> None:

@@ -245,6 +245,14 @@ class TestEarlyFinish:
         assert observed[1].startswith("Not finished: you called finish in the same reply")
         assert (last(events).answer, last(events).steps) == ("42", 2)
 
+    async def test_calls_after_the_finish_are_not_read(self, make_agent: MakeAgent) -> None:
+        """The answer ends the turn: what the model writes after its finish never runs."""
+        agent = make_agent([finish("42") + call("add", a=1, b=2) + " and more text"])
+        events = await run(agent)
+        assert [e.name for e in of(events, ToolCallEvent)] == ["finish"]
+        assert not of(events, GuardEvent)
+        assert (last(events).answer, last(events).steps) == ("42", 1)
+
 
 class TestRepetition:
     async def test_a_call_repeated_in_one_turn_cuts_the_answer(self, make_agent: MakeAgent) -> None:
@@ -499,7 +507,7 @@ class TestCallsOnly:
         requests = agent.model.requests  # type: ignore[attr-defined]
         offered = [[t.name for t in r.tools] for r in requests]
         assert [r.must_call for r in requests[:3]] == offered[:3]
-        assert "echo" in offered[0] and "finish" in offered[0]
+        assert {"echo", "finish"} <= set(offered[0])
         assert (offered[3], requests[3].must_call) == (["finish"], ["finish"])
         assert not any(r.weigh_tools for r in requests)  # withholding would leave no search
         assert (last(events).status, last(events).answer) == ("ok", "2")
