@@ -44,6 +44,7 @@ from agentrt.models.base import (
     text_mode_messages,
 )
 from agentrt.models.confidence import CALL_OPENER, common_prefix, tool_confidence
+from agentrt.models.context import cut_by
 from agentrt.models.formats import (
     ToolFormat,
     format_for_metadata,
@@ -63,6 +64,9 @@ RETRY_TEMPERATURE = 0.7
 answers a repair request with the answer it was asked to repair."""
 
 _END = object()
+_FITTING_TRIES = 4
+"""Cuts tried before a prompt is found not to fit: each takes what the last count says is
+over (plus a tenth), so one nearly always does."""
 
 _log = logging.getLogger(__name__)
 _llama_cpp_log = logging.getLogger("agentrt.models.llama_cpp")
@@ -250,6 +254,7 @@ class LocalModel:
         await self.load()
         kwargs = self.completion_arguments(request)
         async with self._busy:
+            await anyio.to_thread.run_sync(self._fit_context, kwargs)
             if self._weighs_tools(request, kwargs):
                 confidence = await anyio.to_thread.run_sync(self._tool_confidence, request, kwargs)
                 withheld = confidence < self.min_tool_confidence
@@ -430,6 +435,34 @@ class LocalModel:
             loop.call_soon_threadsafe(put, exc)
         finally:
             loop.call_soon_threadsafe(put, _END)
+
+    def _fit_context(self, kwargs: dict[str, Any]) -> None:
+        """Cut the conversation in `kwargs` (`agentrt.models.context`) until its prompt leaves
+        the answer its tokens, up to a quarter of the window: llama.cpp refuses a prompt
+        longer than the window. Runs in a worker thread, the model held.
+
+        :raises ModelError: the system prompt and the question alone do not fit
+        """
+        room = self.n_ctx - min(kwargs["max_tokens"], self.n_ctx // 4)
+        for _ in range(_FITTING_TRIES):
+            prompt = self._chat_prompt(kwargs)
+            if len(prompt.encode()) <= room:
+                return  # no token is shorter than a byte: it fits, no need to count
+            tokens = len(self._llama.tokenize(prompt.encode(), add_bos=False, special=True))
+            if tokens <= room:
+                return
+            chars = int((tokens - room) * len(prompt) / tokens * 1.1) + 100
+            cut = cut_by(kwargs["messages"], chars)
+            if cut is None:
+                break
+            _log.info("prompt of %d tokens cut by %d characters to fit", tokens, chars)
+            kwargs["messages"] = cut
+        msg = (
+            f"the prompt does not fit the {self.n_ctx}-token context window with room for an "
+            "answer, even with the conversation after the question cut: shorten the "
+            "instructions or offer fewer tools, or load the model with a larger n_ctx"
+        )
+        raise ModelError(msg)
 
     def _count_tokens(self, messages: list[dict[str, Any]]) -> int:
         text = "\n".join(str(m["content"]) for m in messages)

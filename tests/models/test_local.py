@@ -21,6 +21,7 @@ from agentrt import (
     ClassifiedEvent,
     LocalModel,
     Message,
+    ModelError,
     ModelRequest,
     ModelResponseEvent,
     OutputDeltaEvent,
@@ -390,3 +391,28 @@ async def test_a_stream_closed_early_stops_generating_before_the_next(local: Loc
         await stream.aclose()  # type: ignore[attr-defined]
     text = "".join([c.text async for c in local.stream(request) if isinstance(c, TextChunk)])
     assert text.strip()
+
+
+async def test_a_conversation_longer_than_the_window_is_cut_to_fit(
+    small_model_path: Path,
+) -> None:
+    """Results that outgrow the window are cut, the question kept: llama.cpp refused such a
+    prompt, which ended a knowledge run of the 1.5B in an error. A system prompt that cannot
+    fit is a clear error."""
+    model = LocalModel(small_model_path, n_ctx=1024, max_tokens=24)
+    results = "The station reads 21 degrees at noon. " * 400  # about 3,600 tokens
+    request = ModelRequest(
+        messages=[
+            Message(role="user", content="What temperature does the station read?"),
+            Message(role="assistant", content="I will read the log."),
+            Message(role="user", content=f"The log:\n{results}"),
+        ]
+    )
+    chunks = [c async for c in model.stream(request)]
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)).strip()
+    (usage,) = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert usage.usage.prompt_tokens < 1024 - 24
+
+    huge = ModelRequest(messages=[Message(role="system", content=results), request.messages[0]])
+    with pytest.raises(ModelError, match="does not fit the 1024-token context window"):
+        [c async for c in model.stream(huge)]
