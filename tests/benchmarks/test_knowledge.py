@@ -90,7 +90,7 @@ def cite_latest(request: ModelRequest) -> str:
 def report_total(request: ModelRequest) -> str:
     """Finish with the number of documents the count returned."""
     (counts,) = tool_results(request)
-    total = sum(c["items"] for c in counts.values())
+    total = counts["total"]["items"]
     return call("finish_retrieval", answer=f"There are {total} documents.")
 
 

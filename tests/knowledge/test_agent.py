@@ -305,10 +305,14 @@ class TestOtherTools:
         )
         run = await agent.run("How many documents?", strategy="aggregate")
         every, filtered = finished(run.trajectory.events)[:2]
+        # Several counted: their total too (the 1.5B answered "3 and 2 altogether").
         assert {c: v["items"] for c, v in out(every).items()} == {
             "guides": 3,
             "support": 2,
+            "total": 5,
         }
+        counts = out(every)
+        assert counts["total"]["chunks"] == counts["guides"]["chunks"] + counts["support"]["chunks"]
         assert filtered.output == {"guides": {"items": 1, "chunks": 1}}
 
     async def test_wiki_search_runs_split_queries_in_parallel(

@@ -100,7 +100,8 @@ def search_items_by_name(
 def count_items_or_chunks(
     ctx: ToolContext, knowledge_bases: list[str] | None = None, content_query: str | None = None
 ) -> dict[str, dict[str, int]]:
-    """Count the items (documents) and chunks of several knowledge bases at once.
+    """Count the items (documents) and chunks of several knowledge bases at once, and their
+    total.
 
     Args:
         knowledge_bases: The ids of the knowledge bases to count; all when omitted.
@@ -109,7 +110,14 @@ def count_items_or_chunks(
     kb = _kb()
     target = kb.target("count_items_or_chunks", knowledge_bases, ctx.scope)
     counts = kb.store.count(target, content_query)
-    return {c: {"items": items, "chunks": chunks} for c, (items, chunks) in counts.items()}
+    result = {c: {"items": items, "chunks": chunks} for c, (items, chunks) in counts.items()}
+    if len(result) > 1 and "total" not in result:
+        # Asked how many "altogether", the 1.5B answered "3 … and 2 …" without the sum.
+        result["total"] = {
+            "items": sum(items for items, _ in counts.values()),
+            "chunks": sum(chunks for _, chunks in counts.values()),
+        }
+    return result
 
 
 @tool
