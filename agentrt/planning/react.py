@@ -393,6 +393,8 @@ class _Turn:
         self.usage = Usage()
         self.withheld = False
         """The model wrote nothing: it found no offered tool likely (`ToolConfidenceChunk`)."""
+        self.answered = False
+        """A call that ends the run was written: what comes after it is not read."""
         self._written: set[str] = set()
         self._named: set[str] = set()
         """The tools this turn has called so far."""
@@ -405,7 +407,8 @@ class _Turn:
         """Take one chunk of the model's stream; True when the turn ends here (`dispatch`)."""
         run = self.run
         if isinstance(chunk, TextChunk):
-            self.content.append(chunk.text)
+            if not self.answered:
+                self.content.append(chunk.text)
             return self.dispatch(run.parser.feed(chunk.text))
         if isinstance(chunk, ToolCallChunk):
             if not chunk.id:
@@ -428,6 +431,8 @@ class _Turn:
         comes after the answer is not read), or is one whose result another tool needs (what
         the model writes next would guess at that result)."""
         ctx = self.run.ctx
+        if self.answered:
+            return _more_than_whitespace(pieces)
         for piece in pieces:
             if isinstance(piece, TextPiece):
                 self.visible.append(piece.text)
@@ -466,10 +471,9 @@ class _Turn:
             )
             self.batch.add(admitted)
             if isinstance(piece, CallPiece) and piece.name in self.run.answer_tools:
-                # The answer is given: the 1.5B went on with a dozen page reads after its
-                # finish_retrieval, which then counted as written before their results.
                 self._end_at(piece)
-                return True
+                self.answered = True
+                return False  # what follows it, here or later, is not read
             if isinstance(piece, CallPiece) and piece.name in self.run.awaited:
                 self._end_at(piece)
                 ctx.emit(
@@ -529,3 +533,11 @@ class _Turn:
         """A call not run: a `guard` event says why, and the model is told `observation`."""
         self.run.ctx.emit(GuardEvent, step=self.step, call_id=call_id, kind=kind, detail=detail)
         return ToolOutcome(call_id, piece.name, None, observation, arguments=piece.raw)
+
+
+def _more_than_whitespace(pieces: list[ParsedPiece] | list[CallPiece | InvalidPiece]) -> bool:
+    """Whether a model that has answered (called a tool that ends the run) writes on: its turn
+    is cut there. The 1.5B went on with a dozen page reads after its finish_retrieval, which
+    then counted as written before their results. Whitespace does not cut: a turn that simply
+    ends keeps its model's own usage count."""
+    return any(not isinstance(p, TextPiece) or p.text.strip() for p in pieces)
