@@ -81,7 +81,7 @@ from agentrt.sessions.store import (
 from agentrt.settings import AgentSettings, cache_dir
 from agentrt.strategy import PipelineStrategy, Strategy, VmStrategy
 from agentrt.tool import Tool, ToolRunner, ToolStorage, run_tool
-from agentrt.trajectory.format import Trajectory, TrajectoryHeader
+from agentrt.trajectory.format import TrajectoryHeader
 from agentrt.trajectory.writer import TrajectoryWriter, trajectory_path
 from agentrt.vectors.embedder import load_embedder
 from agentrt.workspace import Workspace
@@ -443,9 +443,7 @@ class Agent(Generic[DepsT, OutputT]):
             )
             raise UserError(msg)
 
-    def _result(self, ctx: RunContext, outcome: _Outcome, events: list[Event]) -> RunResult[Any]:
-        end = events[-1]
-        assert isinstance(end, RunFinishedEvent)
+    def _result(self, ctx: RunContext, outcome: _Outcome, end: RunFinishedEvent) -> RunResult[Any]:
         return RunResult(
             status=end.status,
             answer=end.answer,
@@ -453,8 +451,8 @@ class Agent(Generic[DepsT, OutputT]):
             doubt=end.doubt,
             messages=[*outcome.history, *outcome.new],
             usage=end.usage,
-            trajectory=Trajectory(header=ctx.header, events=events),
-            path=ctx.writer.path if ctx.writer is not None else None,
+            path=ctx.writer.path,
+            _recorded=functools.cache(functools.partial(ctx.writer.recorded, ctx.header)),
             _output=outcome.output,
         )
 
@@ -463,11 +461,11 @@ class Agent(Generic[DepsT, OutputT]):
             datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
         )
         resume = request.resume
-        writer = None
+        path = None
         if resume is not None:
-            writer = TrajectoryWriter(resume.path)  # beside the earlier attempt
+            path = resume.path  # beside the earlier attempt
         elif self.settings.trajectory_dir is not None:
-            writer = TrajectoryWriter(trajectory_path(self.settings.trajectory_dir, run_id))
+            path = trajectory_path(self.settings.trajectory_dir, run_id)
         header = self._header(run_id, request.query, request.session_id)
         header.scope = request.scope.ids() if request.scope is not None else None
         limits = TokenLimits(self.settings.token_budget, self.settings.max_turn_tokens)
@@ -475,7 +473,7 @@ class Agent(Generic[DepsT, OutputT]):
         if resume is not None:
             header.resumed_from = resume.previous.name
             model = ResumingModel(self.model, resume.answers, resume.caught_up)
-        ctx = RunContext(run_id, model, header, writer, limits)
+        ctx = RunContext(run_id, model, header, TrajectoryWriter(path), limits)
         if resume is not None:
             resume.ctx = ctx
         if self._instrumentation is not None:
@@ -488,7 +486,7 @@ class Agent(Generic[DepsT, OutputT]):
         (in the cache when none is kept)."""
         output_dir = (
             ctx.writer.path.with_suffix("")
-            if ctx.writer is not None
+            if ctx.writer.path is not None
             else (self.settings.cache_dir or cache_dir()) / "outputs" / ctx.run_id
         )
         session_id = request.session_id
@@ -606,7 +604,7 @@ class Agent(Generic[DepsT, OutputT]):
                 run_id=ctx.run_id,
                 session_id=request.session_id,
                 query=request.query,
-                trajectory=str(ctx.writer.path) if ctx.writer is not None else None,
+                trajectory=str(ctx.writer.path) if ctx.writer.path is not None else None,
             )
             await store.put_run(outcome.record)
         if request.session_id is None:

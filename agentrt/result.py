@@ -38,10 +38,23 @@ class RunResult(Generic[OutputT]):
     tool calls and their results, and its answer. Pass it as the next run's
     `message_history` to go on with the conversation."""
     usage: Usage
-    trajectory: Trajectory
     path: Path | None
     """The trajectory file, when trajectories are recorded."""
+    _recorded: Callable[[], Trajectory] = field(repr=False, compare=False)
     _output: Any = field(default=None, repr=False)
+
+    @property
+    def trajectory(self) -> Trajectory:
+        """Every event of the run, `run_finished` last, under its header.
+
+        A run does not hold its events while it goes (at a thousand runs at once they were
+        half of each run's memory): they are read back from the trajectory file the first
+        time this is asked for, then kept. A run recorded in no file (no `trajectory_dir`,
+        or its file could not be written) keeps them serialised in memory instead.
+
+        :raises UserError: the trajectory file has since been removed or changed
+        """
+        return self._recorded()
 
     @property
     def output(self) -> OutputT:
@@ -68,13 +81,13 @@ class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
     def __init__(
         self,
         events: AsyncGenerator[Event, None],
-        finish: Callable[[list[Event]], RunResult[OutputT]],
+        finish: Callable[[RunFinishedEvent], RunResult[OutputT]],
         divert: Callable[[Callable[[Event], None]], None],
     ) -> None:
         self._events = events
         self._finish = finish
         self._divert = divert
-        self._seen: list[Event] = []
+        self._started = False
         self._result: RunResult[OutputT] | None = None
         self._driver: Coroutine[Any, Any, RunResult[OutputT]] | None = None
         """What `await` runs: made on first use, so a run only iterated is never left
@@ -84,10 +97,10 @@ class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
         return self
 
     async def __anext__(self) -> Event:
+        self._started = True
         event = await self._events.__anext__()
-        self._seen.append(event)
         if isinstance(event, RunFinishedEvent):
-            self._result = self._finish(self._seen)
+            self._result = self._finish(event)
         return event
 
     def _deliver(self, to: Callable[[Event], None]) -> None:
@@ -95,7 +108,7 @@ class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
         made, instead of to this iterator, which then yields nothing and ends when the run
         does (iterate it to run it; `aclose` still cancels it). A reader that keeps every
         event anyway is spared a task switch per event. Call it before iterating."""
-        if self._seen:
+        if self._started:
             msg = "events already read cannot be delivered elsewhere: deliver before iterating"
             raise UserError(msg)
         self._divert(to)

@@ -284,7 +284,7 @@ class Resumption:
             self.path.rename(self.previous)
         except OSError as exc:
             if self.ctx is not None:
-                self.ctx.writer = None
+                self.ctx.writer.detach()
             msg = f"the earlier attempt cannot be set aside, so the run is not resumed: {exc}"
             raise UserError(msg) from None
         self._aside = True

@@ -182,7 +182,7 @@ class RunContext:
         run_id: str,
         model: Model,
         header: TrajectoryHeader,
-        writer: TrajectoryWriter | None,
+        writer: TrajectoryWriter | None = None,
         limits: TokenLimits | None = None,
     ) -> None:
         self.run_id = run_id
@@ -191,7 +191,8 @@ class RunContext:
         self.model = model
         self.header = header
         """What the trajectory file starts with; completed once the strategy is chosen."""
-        self.writer = writer
+        self.writer = writer or TrajectoryWriter(None)
+        """Records every event: to the trajectory file, or in memory when there is none."""
         self._feed: EventFeed | None = None
         self._deliver: Callable[[Event], None] | None = None
         self._seq = 0
@@ -238,11 +239,10 @@ class RunContext:
         self._seq += 1
         if cls in _TALLIED:
             self.calls.see(event)  # type: ignore[arg-type]
-        if self.writer is not None:
-            self.writer.add(event)
-            if self.durable and isinstance(event, _WRITTEN_AT_ONCE) and not self._writing:
-                self._writing = True
-                asyncio.get_running_loop().call_soon(self._write)
+        self.writer.add(event)
+        if self.durable and isinstance(event, _WRITTEN_AT_ONCE) and not self._writing:
+            self._writing = True
+            asyncio.get_running_loop().call_soon(self._write)
         if self.observe is not None:
             self.observe(event)  # type: ignore[arg-type]
         if self._deliver is not None:
@@ -253,13 +253,11 @@ class RunContext:
 
     def _write(self) -> None:
         self._writing = False
-        if self.writer is not None:
-            self.writer.flush(self.header)
+        self.writer.flush(self.header)
 
     def checkpoint(self) -> None:
         """Between turns: write buffered events to the trajectory if it is time to."""
-        if self.writer is not None:
-            self.writer.flush_if_due(self.header)
+        self.writer.flush_if_due(self.header)
 
     def close(self) -> None:
         """Write the trajectory's remaining events and end the event stream.
@@ -267,8 +265,7 @@ class RunContext:
         The stream is closed whatever happens to the write: a reader must never wait forever.
         """
         try:
-            if self.writer is not None:
-                self.writer.flush(self.header)
+            self.writer.flush(self.header)
         finally:
             if self._feed is not None:
                 self._feed.close()

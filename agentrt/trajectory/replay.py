@@ -258,7 +258,7 @@ async def replay(
             result = await again_agent.run(
                 header.query, **_as_recorded(trajectory), strategy=forced, deps=deps
             )
-    again = result.trajectory
+        again = result.trajectory  # read back from its file before the folder goes
     unasked: set[str] = set()
     if tools == "recorded":
         asked = {r.purpose for r in model.requests}

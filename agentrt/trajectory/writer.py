@@ -8,9 +8,12 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agentrt.events import EventBase
+from pydantic import ValidationError
+
+from agentrt.events import EventBase, event_adapter
+from agentrt.exceptions import UserError
 from agentrt.logs import get_logger
-from agentrt.trajectory.format import TrajectoryHeader
+from agentrt.trajectory.format import Trajectory, TrajectoryHeader
 
 __all__ = ["TrajectoryWriter", "find_trajectory", "keep_json", "trajectory_path"]
 
@@ -37,15 +40,23 @@ class TrajectoryWriter:
     the overhead benchmark (10 turns × 4 no-op tools) this costs about 8% per turn (583 →
     629 µs) and 2–4% of runs per second.
     The file is opened only to append, so a thousand concurrent runs hold no file handles.
-    A failure to write is logged once and recording stops; the run itself goes on.
+    A failure to write is logged once and writing stops; the run itself goes on, and the
+    events not written stay in memory, so `recorded` still has them all. With no file
+    (`path` None) every event stays in memory, serialised.
     """
 
     EVERY_SECONDS = 1.0
     EVERY_EVENTS = 32
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
+        """Where events go; None to keep them in memory."""
+        self._file = path
         self._lines: list[bytes] = []
+        """Events serialised and not yet written (with no file, or once writing failed: all
+        those not in the file)."""
+        self._written = 0
+        """How many events `_file` holds."""
         self._header_written = False
         self._broken = False
         self._last_write = time.monotonic()
@@ -67,7 +78,7 @@ class TrajectoryWriter:
     def flush(self, header: TrajectoryHeader) -> None:
         """Append the buffered events, after `header` if the file is new."""
         self._last_write = time.monotonic()
-        if self._broken or (self._header_written and not self._lines):
+        if self.path is None or self._broken or (self._header_written and not self._lines):
             return
         lines = self._lines
         if not self._header_written:
@@ -90,7 +101,29 @@ class TrajectoryWriter:
             log.warning("trajectory not written", path=str(self.path), error=str(exc))
             return
         self._header_written = True
+        self._written += len(self._lines)
         self._lines = []
+
+    def detach(self) -> None:
+        """Write nothing to the file from now on (it is not this run's to write): the events
+        stay in memory."""
+        self.path = None
+
+    def recorded(self, header: TrajectoryHeader) -> Trajectory:
+        """The run's trajectory so far: the events its file holds, read back, then those kept
+        in memory.
+
+        :raises UserError: the file no longer holds the events written to it
+        """
+        written: list[bytes] = []
+        try:
+            if self._file is not None and self._written:
+                written = self._file.read_bytes().split(b"\n")[1 : 1 + self._written]
+            events = [event_adapter.validate_json(line) for line in [*written, *self._lines]]
+        except (OSError, ValidationError) as exc:  # what is in memory was validated: the file
+            msg = f"the run's trajectory {self._file} cannot be read back: {exc}"
+            raise UserError(msg) from None
+        return Trajectory(header=header, events=events)
 
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT

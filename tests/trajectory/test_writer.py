@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,13 +17,14 @@ from agentrt import (
     ToolFinishedEvent,
     Trajectory,
     TurnStartedEvent,
+    UserError,
     __version__,
 )
 from agentrt.events import event_adapter
 from agentrt.run import EventFeed, RunContext
 from agentrt.trajectory.replay import replay
 from agentrt.trajectory.writer import TrajectoryWriter
-from tests.helpers import TEST_WORKSPACE, MakeAgent, call, classified, header
+from tests.helpers import TEST_WORKSPACE, MakeAgent, call, classified, finish, header
 
 
 async def recorded(make_agent: MakeAgent, token_delay: float = 0.0) -> Trajectory:
@@ -60,10 +63,66 @@ async def test_file_layout(make_agent: MakeAgent, tmp_path: Path) -> None:
 
 
 async def test_turned_off(make_agent: MakeAgent, tmp_path: Path) -> None:
+    """With no folder, no file: the result's trajectory is kept in memory, whole."""
     agent = make_agent(["hi"], trajectory_dir=None)
-    result = await agent.run("Hello", strategy="direct")
-    assert result.path is None
+    run = agent.run("Hello", strategy="direct")
+    streamed = [event async for event in run]
+    assert run.result.path is None
     assert not (tmp_path / "trajectories").exists()
+    assert [e.json_bytes for e in run.result.trajectory.events] == [
+        e.json_bytes for e in streamed
+    ]
+
+
+async def test_the_result_reads_its_events_back_from_the_file(make_agent: MakeAgent) -> None:
+    """A run holds no events while it goes: its result reads them from the trajectory file
+    the first time they are asked for, then keeps them; once the file is gone, asking says
+    which file and why."""
+    agent = make_agent([classified("exploratory"), call("add", a=2, b=3), finish("5")])
+    run = agent.run("What is 2 + 3?")
+    streamed = [event.json_bytes async for event in run]
+    result = run.result
+    assert result.path is not None
+    assert [e.json_bytes for e in result.trajectory.events] == streamed
+    assert result.trajectory is result.trajectory  # read once
+    assert result.path.read_bytes().splitlines()[1:] == streamed
+
+    again = await agent.run("What is 2 + 3?")
+    assert again.path is not None
+    again.path.unlink()
+    with pytest.raises(UserError, match=rf"trajectory {again.path} cannot be read back"):
+        _ = again.trajectory
+
+
+def test_events_a_full_disk_refused_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a write fails (here the disk fills in the middle of the second write), the writer
+    stops writing and keeps the events the file lacks: the trajectory it gives back is whole,
+    the first write's events read from the file and the rest from memory."""
+    path = tmp_path / "run.jsonl"
+    writer = TrajectoryWriter(path)
+    ctx = RunContext("run", ScriptedModel([]), header(), writer)
+    real_write = os.write
+    writes = 0
+
+    def fill_up(fd: int, data: memoryview | bytes) -> int:
+        nonlocal writes
+        writes += 1
+        if writes == 1:
+            return real_write(fd, data)
+        real_write(fd, bytes(data[:10]))  # a torn line, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", fill_up)
+    for step in range(1, 4):
+        ctx.emit(TurnStartedEvent, step=step)
+        writer.flush(ctx.header)
+    monkeypatch.undo()
+    assert writes == 2  # the third flush does not try
+    assert len(path.read_bytes().splitlines()) == 3  # the header, the first event, a torn line
+    recorded = writer.recorded(ctx.header)
+    assert [(e.seq, e.type) for e in recorded.events] == [(n, "turn_started") for n in range(3)]
 
 
 async def test_markdown(make_agent: MakeAgent) -> None:
