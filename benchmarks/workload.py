@@ -96,9 +96,11 @@ async def floor_once(tools_per_turn: int = 4) -> None:
 
 
 # The instrumented floor: what this workload costs a plain asyncio program that reports as
-# agentrt does, i.e. builds the same events (same types, keys and values) as dicts and
-# appends each to the run's own JSON-lines file as it happens. json.dumps, because agentrt
-# depends on no faster encoder and a plain implementation would reach for the standard one.
+# agentrt does, i.e. the bare floor's loop (the conversation kept as dict messages, as any
+# loop must to send it back to its model) that also builds the same events (same types, keys
+# and values) as dicts and appends each to the run's own JSON-lines file as it happens.
+# json.dumps, because agentrt depends on no faster encoder and a plain implementation would
+# reach for the standard one.
 # It parses the model's text with json.loads as any loop reading text tool calls must.
 
 _SETTINGS = {
@@ -210,8 +212,9 @@ async def instrumented_floor_once(
         for event in _prelude(started):
             emit(event)
         timings = {"model": 0.0, "tools": 0.0}
+        messages: list[dict[str, object]] = [{"role": "user", "content": "bench"}]
         for step in range(1, TURNS + 2):
-            await _floor_turn(emit, model, tools, step, timings)
+            await _floor_turn(emit, model, tools, step, timings, messages)
         finished: dict[str, object] = {
             "type": "run_finished",
             "status": "ok",
@@ -241,6 +244,7 @@ async def _floor_turn(
     tools: FloorTools,
     step: int,
     timings: dict[str, float],
+    messages: list[dict[str, object]],
 ) -> None:
     emit({"type": "turn_started", "step": step})
     t = time.perf_counter()
@@ -280,7 +284,7 @@ async def _floor_turn(
     )
     t = time.perf_counter()
 
-    async def run_tool(k: int, call: dict[str, Any]) -> None:
+    async def run_tool(k: int, call: dict[str, Any]) -> object:
         call_id = f"call_{step}_{k}"
         emit({"type": "tool_started", "step": step, "call_id": call_id, "name": call["name"]})
         t1 = time.perf_counter()
@@ -298,6 +302,12 @@ async def _floor_turn(
                 "cached": False,
             }
         )
+        return output
 
-    await asyncio.gather(*(run_tool(k, call) for k, call in enumerate(calls, 1)))
+    outputs = await asyncio.gather(*(run_tool(k, call) for k, call in enumerate(calls, 1)))
     timings["tools"] += round(time.perf_counter() - t, 6)
+    messages.append({"role": "assistant", "content": text, "tool_calls": calls})
+    messages.extend(
+        {"role": "tool", "tool_call_id": f"call_{step}_{k}", "content": json.dumps(output)}
+        for k, output in enumerate(outputs, 1)
+    )
