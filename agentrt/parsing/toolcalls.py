@@ -312,28 +312,53 @@ class ToolCallParser:
     (after which the parser is ready for a new stream).
     """
 
+    # Slots, and one table of state handlers for all parsers (`_HANDLERS`): a run holds its
+    # parser for the whole run, and a dict of ~40 attributes and a bound method per state cost
+    # 2-3 KB of each run.
+    __slots__ = (
+        "_anywhere",
+        "_attr_last",
+        "_call_name",
+        "_container",
+        "_doubled",
+        "_fence_core",
+        "_fence_padded",
+        "_fenced",
+        "_fmt",
+        "_held",
+        "_in_seq",
+        "_invoking",
+        "_json_len",
+        "_line_start",
+        "_longest",
+        "_marked",
+        "_names",
+        "_out",
+        "_prefix",
+        "_prefixes",
+        "_prose",
+        "_py",
+        "_py_more",
+        "_quote",
+        "_scanner",
+        "_schemas",
+        "_segment",
+        "_sep_seen",
+        "_seq_first",
+        "_state",
+        "_tag",
+        "_tags",
+        "_tail_visible",
+        "_text",
+        "_ticks",
+        "_word",
+    )
+
     def __init__(self, tags: Iterable[TagSpec] = ()) -> None:
         specs = tuple(tags)
         self._names, self._tags, self._prefixes = _tag_tables(specs)
         self._schemas = {s.name: s.parameters for s in specs if s.parameters is not None}
         self._longest = max(map(len, self._tags))
-        self._handlers: tuple[Callable[[str, int], int], ...] = (
-            self._on_text,
-            self._on_tag_open,
-            self._on_body,
-            self._on_fence_open,
-            self._on_fence_ws,
-            self._on_json_open,
-            self._on_json_body,
-            self._on_fence_tail,
-            self._on_seq,
-            self._on_word,
-            self._on_py,
-            self._on_py_sep,
-            self._on_mistral,
-            self._on_mistral_head,
-            self._on_attrs,
-        )
         self._out: list[ParsedPiece] = []
         self._text: list[str] = []
         self._reset()
@@ -391,9 +416,8 @@ class ToolCallParser:
             self._prose = self._prose or not chunk.isspace()
             return [_text_piece(chunk)]
         i, n = 0, len(chunk)
-        handlers = self._handlers
         while i < n:
-            i = handlers[self._state](chunk, i)
+            i = _HANDLERS[self._state](self, chunk, i)
         if not self._text and not self._out:
             return []
         return self._drain()
@@ -1055,6 +1079,26 @@ class ToolCallParser:
             return i + 1
         self._release(line_start=False)
         return i
+
+
+_HANDLERS: tuple[Callable[[ToolCallParser, str, int], int], ...] = (
+    ToolCallParser._on_text,
+    ToolCallParser._on_tag_open,
+    ToolCallParser._on_body,
+    ToolCallParser._on_fence_open,
+    ToolCallParser._on_fence_ws,
+    ToolCallParser._on_json_open,
+    ToolCallParser._on_json_body,
+    ToolCallParser._on_fence_tail,
+    ToolCallParser._on_seq,
+    ToolCallParser._on_word,
+    ToolCallParser._on_py,
+    ToolCallParser._on_py_sep,
+    ToolCallParser._on_mistral,
+    ToolCallParser._on_mistral_head,
+    ToolCallParser._on_attrs,
+)
+"""`ToolCallParser`'s reader of each state, by the state's number."""
 
 
 def _text_piece(text: str) -> TextPiece:
