@@ -69,9 +69,7 @@ async def test_turned_off(make_agent: MakeAgent, tmp_path: Path) -> None:
     streamed = [event async for event in run]
     assert run.result.path is None
     assert not (tmp_path / "trajectories").exists()
-    assert [e.json_bytes for e in run.result.trajectory.events] == [
-        e.json_bytes for e in streamed
-    ]
+    assert [e.json_bytes for e in run.result.trajectory.events] == [e.json_bytes for e in streamed]
 
 
 async def test_the_result_reads_its_events_back_from_the_file(make_agent: MakeAgent) -> None:
