@@ -108,7 +108,7 @@ def search(query: str, knowledge_base: str) -> str:
 def cite_latest(request: ModelRequest) -> str:
     """Finish citing the chunk the latest search returned."""
     (result,) = tool_results(request)
-    return call("finish_retrieval", answer=f"See [{result['results'][0]['chunk']}].")
+    return call("finish_retrieval", answer=f"See [{result['results'][0]['chunk']}].", sources=[])
 
 
 class TestEndToEnd:

@@ -84,14 +84,16 @@ def search(query: str, knowledge_base: str) -> str:
 def cite_latest(request: ModelRequest) -> str:
     """Finish citing the chunk the latest search returned."""
     (result,) = tool_results(request)
-    return call("finish_retrieval", answer=f"Found it [{result['results'][0]['chunk']}].")
+    return call(
+        "finish_retrieval", answer=f"Found it [{result['results'][0]['chunk']}].", sources=[]
+    )
 
 
 def report_total(request: ModelRequest) -> str:
     """Finish with the number of documents the count returned."""
     (counts,) = tool_results(request)
     total = counts["total"]["items"]
-    return call("finish_retrieval", answer=f"There are {total} documents.")
+    return call("finish_retrieval", answer=f"There are {total} documents.", sources=[])
 
 
 def rows(table: str) -> dict[str, list[str]]:

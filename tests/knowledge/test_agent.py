@@ -4,6 +4,7 @@ workspace ingested for real (SQLite + FTS5, FAISS, all-MiniLM-L6-v2)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,12 @@ from agentrt import (
     AgentSettings,
     Event,
     LocalModel,
+    Message,
     ModelRequest,
     ScriptedModel,
+    TextChunk,
     ToolCallEvent,
+    ToolCallInvalidEvent,
     ToolFinishedEvent,
     ToolsNarrowedEvent,
     Workspace,
@@ -65,7 +69,7 @@ def cite_first(request: ModelRequest) -> str:
     """Finish citing the first chunk of the first result of the last turn."""
     (result, *_) = tool_results(request)
     chunk = result["results"][0]["chunk"]
-    return call("finish_retrieval", answer=f"Re-pair the station [{chunk}].")
+    return call("finish_retrieval", answer="Re-pair the station.", sources=[chunk])
 
 
 class TestSearchAndCite:
@@ -101,25 +105,47 @@ class TestSearchAndCite:
         assert "two seconds" in best.text
         assert result.citations == [best]
         assert result.answer is not None
-        assert result.answer.startswith(f"Re-pair the station [{best.chunk}].\n\nSources:\n")
+        assert result.answer.startswith("Re-pair the station.\n\nSources:\n")
         assert f"[{best.chunk}] Console error codes › Console error codes › E42" in result.answer
 
+    @pytest.mark.parametrize(
+        ("finish", "error"),
+        [
+            ({"answer": "Two years [c99999].", "sources": []}, "cites c99999, which no search"),
+            ({"answer": "Two years.", "sources": ["c99999"]}, "cites c99999, which no search"),
+            ({"answer": "Two years.", "sources": ["12"]}, "should match pattern"),
+            ({"answer": "Two years.", "sources": [f"c{i}" for i in range(6)]}, "at most 5"),
+            ({"answer": "Two years."}, "sources"),
+        ],
+        ids=["in the text", "in sources", "not an id", "six", "no sources"],
+    )
     async def test_a_citation_of_a_chunk_never_found_is_refused(
-        self, workspace: Workspace, tmp_path: Path
+        self, workspace: Workspace, tmp_path: Path, finish: dict[str, Any], error: str
     ) -> None:
+        """A source no search returned is the tool's error; one that is no id, or a list
+        past 5, is refused before it runs. The model reads why; the run goes on."""
         agent = make_agent(
             workspace,
             tmp_path,
             [
                 call("search_content", query="warranty", knowledge_base="support"),
-                call("finish_retrieval", answer="Two years [c99999]."),
+                call("finish_retrieval", **finish),
                 cite_first_of_search,
             ],
         )
         run = await agent.run("How long is the warranty?", strategy="targeted")
-        refused = next(e for e in finished(run.trajectory.events) if e.name == "finish_retrieval")
-        assert refused.status == "error"
-        assert "cites c99999, which no search returned" in str(refused.error)
+        events = list(run.trajectory.events)
+        refusals = [
+            e.reason
+            for e in events
+            if isinstance(e, ToolCallInvalidEvent) and e.name == "finish_retrieval"
+        ] + [
+            str(e.error)
+            for e in finished(events)
+            if e.name == "finish_retrieval" and e.status == "error"
+        ]
+        assert len(refusals) == 1
+        assert error in refusals[0]
         assert last(list(run.trajectory.events)).status == "ok"
 
     async def test_without_content_and_by_item_name(
@@ -143,7 +169,7 @@ class TestSearchAndCite:
                     knowledge_base="guides",
                     item_names=["no such manual"],
                 ),
-                call("finish_retrieval", answer="Listed."),
+                call("finish_retrieval", answer="Listed.", sources=[]),
             ],
         )
         run = await agent.run("Which guides talk of batteries?", strategy="list")
@@ -163,7 +189,7 @@ def cite_first_of_search(request: ModelRequest) -> str:
     for message in request.messages:
         if message.role == "tool" and message.name == "search_content":
             chunk = json.loads(message.content)["results"][0]["chunk"]
-            return call("finish_retrieval", answer=f"Two years [{chunk}].")
+            return call("finish_retrieval", answer=f"Two years [{chunk}].", sources=[])
     raise AssertionError("no search result to cite")
 
 
@@ -186,7 +212,7 @@ class TestDynamicTools:
                 cite_first,
                 call("get_installation_page_5_content")
                 + call("get_more_content_from_installation", page=2, pages=1),
-                call("finish_retrieval", answer="Every 16 seconds."),
+                call("finish_retrieval", answer="Every 16 seconds.", sources=[]),
             ],
         )
         first = await agent.run("How do I pair?", session_id="s", strategy="targeted")
@@ -247,7 +273,7 @@ class TestOtherTools:
             tmp_path,
             [
                 call("vector_search", query="how long are defects covered after buying", limit=3),
-                call("finish_retrieval", answer="Done."),
+                call("finish_retrieval", answer="Done.", sources=[]),
             ],
         )
         run = await agent.run("Warranty length?", strategy="exploratory")
@@ -275,7 +301,7 @@ class TestOtherTools:
             [
                 call("save_search_results", query="batteries cold", knowledge_base="guides"),
                 grep_saved,
-                call("finish_retrieval", answer="Lithium cells."),
+                call("finish_retrieval", answer="Lithium cells.", sources=[]),
             ],
         )
         run = await agent.run("Which batteries?", strategy="exploratory")
@@ -300,7 +326,7 @@ class TestOtherTools:
                 + call(
                     "count_items_or_chunks", knowledge_bases=["guides"], content_query="lithium"
                 ),
-                call("finish_retrieval", answer="Five documents."),
+                call("finish_retrieval", answer="Five documents.", sources=[]),
             ],
         )
         run = await agent.run("How many documents?", strategy="aggregate")
@@ -323,7 +349,7 @@ class TestOtherTools:
             tmp_path,
             [
                 "<wiki_search>PAIR button|warranty serial number</wiki_search>",
-                call("finish_retrieval", answer="Done."),
+                call("finish_retrieval", answer="Done.", sources=[]),
             ],
         )
         run = await agent.run("Pairing and warranty?", strategy="exploratory")
@@ -342,7 +368,7 @@ class TestOtherTools:
             [
                 call("retrieve_knowledge_graph", query="PAIR console")
                 + call("retrieve_knowledge_graph", query="E42", knowledge_bases=["support"]),
-                call("finish_retrieval", answer="Done."),
+                call("finish_retrieval", answer="Done.", sources=[]),
             ],
         )
         run = await agent.run("How do PAIR and the console relate?", strategy="exploratory")
@@ -365,7 +391,7 @@ class TestOtherTools:
                 call("search_content", query="offset", knowledge_base="guides")
                 + call("search_content", query="warranty", knowledge_base="support")
                 + call("search_items_by_name", query="installing calibrating"),
-                call("finish_retrieval", answer="Done."),
+                call("finish_retrieval", answer="Done.", sources=[]),
             ],
         )
         run = await agent.run("Offsets?", strategy="targeted", scope=["guides/calibration.md"])
@@ -390,7 +416,7 @@ class TestScopedSessionTools:
                 call("search_content", query="PAIR button", knowledge_base="guides", limit=1),
                 cite_first,
                 call("get_installation_page_5_content"),
-                call("finish_retrieval", answer="Nothing in scope."),
+                call("finish_retrieval", answer="Nothing in scope.", sources=[]),
             ],
         )
         await agent.run("Pair?", session_id="s", strategy="targeted")
@@ -458,7 +484,7 @@ class TestEndingWithFinishRetrieval:
         agent = make_agent(
             workspace,
             tmp_path,
-            [call(tool, **arguments), call("finish_retrieval", answer="Found it.")],
+            [call(tool, **arguments), call("finish_retrieval", answer="Found it.", sources=[])],
         )
         run = await agent.run("A question", strategy=strategy)
         events = list(run.trajectory.events)
@@ -489,3 +515,26 @@ class TestEndingWithFinishRetrieval:
         assert messages[-1]["content"].startswith("Results of your tool calls:\n")
         assert messages[-1]["content"].endswith("\n\n" + nudge)
         assert TOOL_RESULTS_NUDGE not in messages[-1]["content"]
+
+
+async def test_the_embedded_model_lists_at_most_five_chunk_ids(
+    workspace: Workspace, small_model_path: Path
+) -> None:
+    """finish_retrieval's `sources` is the embedded model's grammar: told to cite twenty chunks,
+    the real 0.5B writes a list of ids that it cannot run on past five (the 1.5B, citing in its
+    text, once ran one to its token cap)."""
+    finish = workspace.tools["finish_retrieval"].definition
+    told = (
+        "Call finish_retrieval with the answer 'Two years' and, as sources, every one of "
+        + ", ".join(f"c{i}" for i in range(1, 21))
+    )
+    request = ModelRequest(
+        messages=[Message(role="user", content=told)], tools=[finish], must_call=[finish.name]
+    )
+    model = LocalModel(small_model_path, max_tokens=256)
+    held = "".join([c.text async for c in model.stream(request) if isinstance(c, TextChunk)])
+    made = json.loads(held.strip().removeprefix("<tool_call>").removesuffix("</tool_call>"))
+    assert made["name"] == "finish_retrieval"
+    sources = made["arguments"]["sources"]
+    assert 1 <= len(sources) <= 5
+    assert all(re.fullmatch(r"c[0-9]+", s) for s in sources)

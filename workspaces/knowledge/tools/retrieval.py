@@ -1,7 +1,7 @@
 """Retrieval over the workspace's contexts (`contexts.yaml`): search, count, list, read, cite.
 
 Every search result is a chunk record (`chunk`, `context`, `item`, `item_name`, `page`,
-`heading`, `score`, and `text` when asked for); an answer cites them as `[c12]`. A search
+`heading`, `score`, and `text` when asked for); an answer lists the ones it rests on. A search
 that finds an item offers the session tools that read on in it (`agentrt.knowledge.pages`).
 Tools read only the contexts the configuration enables for them, within the run's scope.
 """
@@ -9,10 +9,12 @@ Tools read only the contexts the configuration enables for them, within the run'
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from agentrt import ToolContext, ToolError, tool
-from agentrt.knowledge.answer import cited_answer, remember
+from agentrt.knowledge.answer import ChunkId, cited_answer, remember
 from agentrt.knowledge.pages import offer_item_tools
 from agentrt.knowledge.search import Hit, KnowledgeBase, open_knowledge
 from agentrt.knowledge.vfs import files_of
@@ -262,11 +264,16 @@ def _read(
 
 
 @tool(ends_run=True, cache=False)
-def finish_retrieval(ctx: ToolContext, answer: str) -> str:
-    """End the retrieval with the answer, citing the chunks it rests on as [c12] (several:
-    [c12, c31]). Cite only chunk ids that results gave you.
+def finish_retrieval(
+    ctx: ToolContext, answer: str, sources: Annotated[list[ChunkId], Field(max_length=5)]
+) -> str:
+    """End the retrieval with the answer and the ids of the chunks it rests on.
 
     Args:
-        answer: The answer, in the user's language, with citations.
+        answer: The answer, in the user's language.
+        sources: The chunk ids of the results the answer rests on, most important first
+            (e.g. ["c12", "c31"]); empty only when no result holds it.
     """
-    return cited_answer(answer, ctx.artifacts)
+    # Up to 5: the 1.5B, free to cite in its text, ran a list "[c12, c16, … c123," to its
+    # token cap; a bounded list in the grammar cannot run on.
+    return cited_answer(answer, ctx.artifacts, sources)
