@@ -11,14 +11,15 @@ of runs ended by `finish_retrieval` (≥ 75 %) and the share of runs with a gold
 (≥ 50 %, over the questions that have gold sections).
 
 A thin layer over `benchmarks/knowledge.py`'s agent runs, loaded as a module and reused, not
-copied: its questions (`load_agent_questions`: data/knowledge/agent_questions.jsonl, four per
+copied: its questions (`load_agent_questions`: data/knowledge/agent_questions.jsonl, six per
 strategy in users' wording, each labelled with its strategy and its gold sections, or for an
 aggregate question its count; written by hand, and checked against the ingested corpus by
 `check_gold`), its workspace copy (`prepare_workspace`: workspaces/knowledge/ copied into
 `workdir` and ingested), its scoring from the trajectory (`score_run`).
 
-Halves: `agents_common.half` over each strategy's questions (the first and third tune, the
-second and fourth are held out). A task's id is its strategy and its place among that
+Halves: `agents_common.half` over each strategy's questions (the odd ones tune, the even ones
+are held out). The fifth and sixth of each were written after the others had been run,
+and before any run of theirs: a held-out set not yet seen (`--half held-out --skip 8`). A task's id is its strategy and its place among that
 strategy's questions (`list-3`); its kind is the strategy.
 
 A run: `run(tasks, planner=S)` runs the tasks labelled `S` (a question is written for one

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/knowledge.py            # every question (about a minute)
     .venv/bin/python benchmarks/knowledge.py --quick    # one question in four
     .venv/bin/python benchmarks/knowledge.py --detail   # also each method's misses
-    .venv/bin/python benchmarks/knowledge.py --agent local:small   # 16 runs, about 20 minutes
+    .venv/bin/python benchmarks/knowledge.py --agent local:small   # 24 runs, about 30 minutes
 
 Search. The corpus is documentation that installed packages ship (data/knowledge/, with its
 licences in SOURCES.md): 30 Markdown files in three contexts, about 600 chunks. It is ingested
@@ -17,7 +17,7 @@ the top 5. MRR: the mean of 1 / rank of the first gold chunk (0 past rank 10).
 
 Agent (`--agent MODEL`, a model spec as `agentrt run --model` takes it). The knowledge workspace
 (workspaces/knowledge/: its strategies, prompts, tools and small corpus) is copied into a
-temporary folder and ingested there; each question of agent_questions.jsonl (4 per strategy,
+temporary folder and ingested there; each question of agent_questions.jsonl (6 per strategy,
 users' wording; `--per-strategy N` takes the first N of each) is one run of an `Agent` with the
 strategy forced to the question's label, recorded as a trajectory (in a temporary folder, or
 `--keep DIR`). Everything in the table is read back from those trajectory files:

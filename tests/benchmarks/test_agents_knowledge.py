@@ -28,7 +28,7 @@ class TestTasks:
     ) -> None:
         tuning, held_out = bench.tasks("tuning"), bench.tasks("held-out")
         assert bench.PLANNERS == ("aggregate", "list", "targeted", "exploratory")
-        for got, places in ((tuning, (1, 3)), (held_out, (2, 4))):
+        for got, places in ((tuning, (1, 3, 5)), (held_out, (2, 4, 6))):
             # The strategies in turn, so that any first N tasks cover them alike.
             assert [t.id for t in got] == [f"{s}-{n}" for n in places for s in bench.PLANNERS]
             assert all(t.kind == t.question.strategy == t.id.split("-")[0] for t in got)
@@ -115,8 +115,8 @@ class TestEndToEnd:
     async def test_a_strategys_tasks_run_through_the_real_workspace(
         self, bench: ModuleType, tmp_path: Path
     ) -> None:
-        """Every tuning task is passed; only the two `list` ones run. The first finds and cites
-        a gold section; the second ends in plain text, so not by finish_retrieval."""
+        """The first eight tuning tasks are passed; only their two `list` ones run. The first
+        finds and cites a gold section; the second ends in plain text, so not by finish."""
         model = ScriptedModel(
             [
                 search("rain gauge factor", "guides"),
@@ -126,7 +126,7 @@ class TestEndToEnd:
         )
         lines: list[str] = []
         rows = await bench.run(
-            bench.tasks("tuning"),
+            bench.tasks("tuning")[:8],
             model=model,
             model_name="scripted",
             planner="list",

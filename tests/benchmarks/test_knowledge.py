@@ -103,12 +103,12 @@ def rows(table: str) -> dict[str, list[str]]:
 
 
 class TestAgentQuestions:
-    def test_four_per_strategy_with_gold_sections_of_the_workspace_corpus(
+    def test_six_per_strategy_with_gold_sections_of_the_workspace_corpus(
         self, bench: ModuleType
     ) -> None:
         """Gold sections are sections of the corpus the agent searches, as the ingest chunks it."""
         questions = bench.load_agent_questions()
-        assert [q.strategy for q in questions] == [s for s in bench.STRATEGIES for _ in range(4)]
+        assert [q.strategy for q in questions] == [s for s in bench.STRATEGIES for _ in range(6)]
         assert len({q.question for q in questions}) == len(questions)
         config = load_knowledge_config(bench.WORKSPACE)
         assert config is not None
