@@ -18,9 +18,10 @@ aggregate question its count; written by hand, and checked against the ingested 
 `workdir` and ingested), its scoring from the trajectory (`score_run`).
 
 Halves: `agents_common.half` over each strategy's questions (the odd ones tune, the even ones
-are held out). The fifth and sixth of each were written after the others had been run,
-and before any run of theirs: a held-out set not yet seen (`--half held-out --skip 8`). A task's id is its strategy and its place among that
-strategy's questions (`list-3`); its kind is the strategy.
+are held out). The fifth and sixth of each were written after the others had been run, and
+before any run of theirs: a held-out set not yet seen (`--half held-out --skip 8`). A task's
+id is its strategy and its place among that strategy's questions (`list-3`); its kind is the
+strategy.
 
 A run: `run(tasks, planner=S)` runs the tasks labelled `S` (a question is written for one
 strategy; the others give no row for `S`), each one run of an `Agent` over the ingested copy in
