@@ -115,10 +115,15 @@ def cited(answer: str) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _listed(answer: str, ids: Iterable[str]) -> list[str]:
+    """`ids`, then the chunk ids `answer` cites, each once."""
+    return list(dict.fromkeys([*ids, *cited(answer)]))
+
+
 def sources(answer: str, found: Mapping[str, Mapping[str, Any]], ids: Iterable[str] = ()) -> str:
     """The answer followed by a list of the chunks it cites and of `ids` (all in `found`)."""
     lines = []
-    for chunk_id in dict.fromkeys([*ids, *cited(answer)]):
+    for chunk_id in _listed(answer, ids):
         c = found[chunk_id]
         where = f"{c['context']}/{c['item']}, page {c['page']}"
         heading = f" › {c['heading']}" if c.get("heading") else ""
@@ -141,7 +146,7 @@ def cited_answer(answer: str, artifacts: Mapping[str, Any], ids: Sequence[str] =
         returned
     """
     found: Mapping[str, Mapping[str, Any]] = artifacts.get(FOUND, {})
-    unknown = [c for c in dict.fromkeys([*ids, *cited(answer)]) if c not in found]
+    unknown = [c for c in _listed(answer, ids) if c not in found]
     if unknown:
         msg = (
             f"the answer cites {', '.join(unknown)}, which no search returned; cite only the "

@@ -119,7 +119,7 @@ class TestSearchAndCite:
         ],
         ids=["in the text", "in sources", "not an id", "six", "no sources"],
     )
-    async def test_a_citation_of_a_chunk_never_found_is_refused(
+    async def test_a_citation_never_found_or_malformed_is_refused(
         self, workspace: Workspace, tmp_path: Path, finish: dict[str, Any], error: str
     ) -> None:
         """A source no search returned is the tool's error; one that is no id, or a list
@@ -146,7 +146,7 @@ class TestSearchAndCite:
         ]
         assert len(refusals) == 1
         assert error in refusals[0]
-        assert last(list(run.trajectory.events)).status == "ok"
+        assert last(events).status == "ok"
 
     async def test_without_content_and_by_item_name(
         self, workspace: Workspace, tmp_path: Path
