@@ -183,6 +183,9 @@ class PipelineVocabulary(BaseModel):
     dataset: DatasetProtocol
     safety: list[str] = []
     """Tools a pipeline run always offers (unless its strategy names others)."""
+    lowest: list[str] = []
+    """Words by which a question asks for the lowest of several groups ("least", "worst"):
+    its answer names the lowest first (matched as whole words, any case)."""
 
 
 def load_vocabulary(path: Path) -> PipelineVocabulary:

@@ -255,11 +255,14 @@ def _reading(
     """What a reader of grouped totals looks for first, computed so that no model does the
     arithmetic (the 1.5B misread growth and differences from two rows, issue 24): for two
     rows, the second's difference from the first and its percent change (a later period
-    against an earlier one); for more, the highest and the lowest row. Rows are labelled by
-    their groups, periods as the grain writes them ("2024", "2024-Q3", "2024-03")."""
+    against an earlier one), and how many times the smaller the larger is (the ratio a "how
+    many times more" or "A to B" question asks, when both are positive); for more, the
+    highest and the lowest row. Rows are labelled by their groups, periods as the grain
+    writes them ("2024", "2024-Q3", "2024-03")."""
     values = result[metric]
     if not keys or len(result) < 2 or not values.notna().any():
         return {}
+    growth = _growth(result, keys, metric, time_column, grain)
     labels = [
         " / ".join(
             period_label(v, grain) if k == time_column else str(_scalar(v))
@@ -274,12 +277,51 @@ def _reading(
         change = {"from": labels[0], "to": labels[1], "difference": _scalar(second - first)}
         if first:
             change["percent"] = round((second - first) / abs(first) * 100, 2)
+        if first > 0 and second > 0:
+            pair = zip(labels, (first, second), strict=True)
+            (low, small), (high, large) = sorted(pair, key=lambda p: p[1])
+            change["ratio"] = {"larger": high, "smaller": low, "times": round(large / small, 3)}
         return {"change": change}
     values = values.reset_index(drop=True)
     top, bottom = int(values.idxmax()), int(values.idxmin())  # gaps skipped
-    return {
+    return growth | {
         "highest": {labels[top]: _scalar(values.iloc[top])},
         "lowest": {labels[bottom]: _scalar(values.iloc[bottom])},
+    }
+
+
+def _growth(
+    result: pd.DataFrame, keys: list[str], metric: str, time_column: str | None, grain: str
+) -> dict[str, Any]:
+    """Totals of several groups over two periods: each group's change from the first to the
+    second, largest percent first (a question of which region grew fastest is answered by
+    this, not by the highest cell, issue 24); nothing for other shapes."""
+    groups = [k for k in keys if k != time_column]
+    if time_column is None or not groups or result[time_column].nunique() != 2:
+        return {}
+    wide = result.pivot_table(index=groups, columns=time_column, values=metric, aggfunc="sum")
+    before, after = wide.columns
+    wide = wide[wide[before].notna() & wide[after].notna() & (wide[before] != 0)]
+    percent = ((wide[after] - wide[before]) / wide[before].abs() * 100).sort_values(ascending=False)
+    rows = [
+        {
+            "group": " / ".join(
+                str(_scalar(v)) for v in (key if isinstance(key, tuple) else (key,))
+            ),
+            "difference": _scalar(wide.at[key, after] - wide.at[key, before]),
+            "percent": round(float(change), 2),
+        }
+        for key, change in percent.items()
+    ]
+    if not rows:
+        return {}
+    return {
+        "growth": {
+            "from": period_label(before, grain),
+            "to": period_label(after, grain),
+            "by": " / ".join(groups),
+            "rows": rows,
+        }
     }
 
 
@@ -503,13 +545,19 @@ def _filter_words(
 # --- statistics ----------------------------------------------------------------------------
 
 
+STAT_PERCENTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+"""The percentiles `compute_summary_stats` gives: the quartiles and the deciles at each end,
+which a question about a distribution's spread or its tails asks for as often."""
+
+
 @tool(cache=False)
 def compute_summary_stats(
     ctx: ToolContext, columns: list[str] | None = None, data: str = "data"
 ) -> dict[str, Any]:
-    """Descriptive statistics per column: count, mean, std, min, quartiles (25%, 50%, 75%),
-    max, and how the values are spread (skew). Text columns get their distinct values and the
-    most frequent one; date columns their first and last date.
+    """Descriptive statistics per column: count, mean, std, min, the 10th, 25th, 50th
+    (median), 75th and 90th percentiles, the interquartile range (iqr), max, and how the
+    values are spread (skew). Text columns get their distinct values and the most frequent
+    one; date columns their first and last date.
 
     Args:
         columns: The columns to describe; by default every numeric column.
@@ -529,8 +577,9 @@ def compute_summary_stats(
         series = frame[column]
         entry: dict[str, Any] = {"missing": int(series.isna().sum())}
         if is_number(series):
-            described = series.describe()
+            described = series.describe(percentiles=STAT_PERCENTILES)
             entry |= {str(k): _scalar(v) for k, v in described.items()}
+            entry["iqr"] = _scalar(described["75%"] - described["25%"])
             entry["count"] = int(series.count())
             skew = _scalar(series.skew())
             entry["skew"] = skew

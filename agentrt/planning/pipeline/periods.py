@@ -47,9 +47,10 @@ def period_bounds(period: str) -> tuple[date, date] | None:
 
 
 def period_cued(period: str, question: str) -> bool:
-    """`question` (lowercase) names `period`: its year, and its half, quarter or month."""
+    """`question` (lowercase) names `period`: its year, and its half, quarter or month; and
+    no other year (the 1.5B kept "2024" of "from 2023 to 2024", which compares the two)."""
     match = _PERIOD.match(period.strip().upper())
-    if match is None or match["year"] not in question:
+    if match is None or years_named(question) != [match["year"]]:
         return False
     if period.strip().lower() in question:
         return True

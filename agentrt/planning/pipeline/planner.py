@@ -26,6 +26,7 @@ refusing what would change the analysis (a metric, a grouping, a grain).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
@@ -536,9 +537,11 @@ class _Pipeline:
         )
 
     def _answer(self, r: Requirements, steps: list[PipelineStep], done: _Execution) -> str:
+        words = re.findall(r"[a-z]+", self.task.query.lower())
         return self.workspace.render(
             "pipeline_answer.j2",
             requirements=r.model_dump(mode="json"),
+            lowest_first=any(w in self.vocabulary.lowest for w in words),
             steps=[s.model_dump(mode="json") for s in steps if s.id in done.results],
             files=done.files,
             tables=done.tables,
