@@ -552,19 +552,29 @@ which a question about a distribution's spread or its tails asks for as often.""
 
 @tool(cache=False)
 def compute_summary_stats(
-    ctx: ToolContext, columns: list[str] | None = None, data: str = "data"
+    ctx: ToolContext,
+    columns: list[str] | None = None,
+    data: str = "data",
+    time_column: str | None = None,
+    per: GrainName | None = None,
 ) -> dict[str, Any]:
     """Descriptive statistics per column: count, mean, std, min, the 10th, 25th, 50th
     (median), 75th and 90th percentiles, the interquartile range (iqr), max, and how the
     values are spread (skew). Text columns get their distinct values and the most frequent
-    one; date columns their first and last date.
+    one; date columns their first and last date. With `per`, the numeric columns are first
+    totalled per period of `time_column` (the median daily revenue: per="day").
 
     Args:
         columns: The columns to describe; by default every numeric column.
         data: The table to read.
+        time_column: The date column whose periods `per` totals by.
+        per: Describe the totals per this period ("day", "week", "month", "quarter",
+            "year") rather than the rows; "unknown" or none: the rows.
     """
     pd = import_pandas()
     frame = read_frame(ctx, data)
+    if per not in (None, "unknown"):
+        frame = _per_period(frame, time_column, per)
     if columns:
         require_columns(frame, columns)
         chosen = list(dict.fromkeys(columns))
@@ -592,7 +602,19 @@ def compute_summary_stats(
             if len(counts):
                 entry |= {"top": _scalar(counts.index[0]), "freq": int(counts.iloc[0])}
         stats[column] = entry
-    return {"frame": data, "rows": len(frame), "stats": stats}
+    per_period = {"per": per} if per not in (None, "unknown") else {}
+    return {"frame": data, "rows": len(frame), **per_period, "stats": stats}
+
+
+def _per_period(frame: pd.DataFrame, time_column: str | None, grain: str) -> pd.DataFrame:
+    """The numeric columns of `frame` totalled per `grain` period of `time_column` (periods
+    with no rows are not zeros: they are left out)."""
+    if time_column is None:
+        raise ToolError(f"per={grain!r} needs time_column: the date column, e.g. 'date'")
+    require_columns(frame, [time_column])
+    numeric = [c for c in numeric_columns(frame) if c != time_column]
+    periods = truncate(as_dates(frame, time_column), grain)
+    return frame[numeric].groupby(periods.rename(time_column)).sum().reset_index()
 
 
 @tool(cache=False)

@@ -33,6 +33,7 @@ from agentrt.planning.pipeline.requirements import (
     on_values,
     where_by_values,
     with_named_period,
+    with_time_column,
     without_uncued,
 )
 from tests.analysis_answers import NO_CHANGE
@@ -220,6 +221,70 @@ async def test_which_region_grew_is_answered_by_each_region_s_change(
     assert prose.startswith(f", {'largest' if fastest else 'smallest'} first{first}")
 
 
+async def test_a_median_daily_revenue_is_the_median_of_the_daily_totals(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The distribution template describes the totals per the period the question names (the
+    1.5B's `grain: day`, no column), not the order lines."""
+    question = "What's the median daily revenue?"
+    requirements = asked(analysis=["distribution"], time={"column": None, "grain": "day"})
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("distribution"), requirements, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    stats = outputs(events)["step.stats"]
+    assert stats["per"] == "day"
+    median = stats["stats"]["revenue"]["50%"]
+    assert median == pytest.approx(sales.groupby("date")["revenue"].sum().median(), rel=1e-6)
+    assert f'"50%": {median}' in (end.answer or "")
+
+
+async def test_a_plan_run_again_starts_from_the_data_as_loaded(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's change added a step with arguments its tool does not take, so the changed
+    plan failed after its filter and aggregate had run; the plan the gate had passed then ran
+    from the start, and its filter was given the failed run's `totals` (the frame made last)
+    and failed too. Each run of a plan starts from the frames as loaded."""
+    question = (
+        "Electronics vs furniture - how many times more revenue did electronics make in 2024?"
+    )
+    requirements = asked(
+        group_by=["product_category"],
+        analysis=["compare"],
+        filters={"where": {"product_category": ["Electronics", "Furniture"]}, "period": "2024"},
+    )
+    invalid = {
+        "op": "add",
+        "step": "segment_metric",
+        "tool": "compute_summary_stats",
+        "params": {
+            "columns": ["revenue"],
+            "by": "product_category",
+            "agg": "sum",
+            "data": "totals",
+        },
+        "after": "totals",
+        "satisfies": ["analysis.compare", "outputs.table"],
+    }
+    events, _ = await run(
+        default_workspace,
+        tmp_path,
+        question,
+        intent("comparative"),
+        requirements,
+        {"changes": [invalid]},
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    filters = [e for e in of(events, ToolCallEvent) if e.name == "filter_rows"]
+    assert [f.arguments.get("data") for f in filters] == [None, None]
+    in_2024 = sales[sales.date.dt.year == 2024].groupby("product_category")["revenue"].sum()
+    times = in_2024["Electronics"] / in_2024["Furniture"]
+    assert f"Electronics is {times:,.3f} times Furniture." in (end.answer or "")
+
+
 async def test_show_the_distribution_of_order_revenue(
     default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
@@ -343,6 +408,7 @@ async def test_what_the_0_5b_model_read_into_the_2024_question_is_dropped(
     assert requirements.dropped == [
         "filters.where.region=[East, North, South, West]",
         "time.column=date",
+        "time.grain=day",
     ]
     assert requirements.labels == [
         "data",
@@ -687,6 +753,29 @@ def test_a_time_column_needs_a_word_of_time_in_the_question(
     found, dropped = without_uncued(r, question, default_workspace.registry.cues, CATEGORIES)
     assert (found.time.column == "date") is kept
     assert dropped == ([] if kept else ["time.column=date"])
+
+
+@pytest.mark.parametrize(
+    ("question", "column"),
+    [
+        ("What's the median daily revenue?", "date"),
+        ("What is the 90th percentile of order revenue?", None),
+    ],
+)
+def test_a_grain_the_question_names_gets_the_date_column_and_another_is_dropped(
+    default_workspace: Workspace, question: str, column: str | None
+) -> None:
+    """The 1.5B wrote `grain: day` and no column for a median of daily totals; a grain the
+    question has no word of time for is dropped like a column."""
+    r = Requirements(
+        metrics=["revenue"], analysis=["distribution"], time=TimeRequirement(grain="day")
+    )
+    found, dropped = without_uncued(r, question, default_workspace.registry.cues, CATEGORIES)
+    found, filled = with_time_column(found, question, list(DATES))
+    assert (found.time.column, found.time.grain) == (
+        (column, "day") if column else (None, "unknown")
+    )
+    assert (dropped, bool(filled)) == (([], True) if column else (["time.grain=day"], False))
 
 
 @pytest.mark.parametrize(

@@ -584,6 +584,15 @@ def test_summary_stats_and_correlation(use: Call, sales: pd.DataFrame) -> None:
     assert revenue["iqr"] == pytest.approx(iqr, rel=1e-4)
     assert revenue["skew"] > 1
     assert revenue["shape"] == "strongly right-skewed"
+    # Per period: the statistics of the daily totals (a median daily revenue).
+    daily = use("compute_summary_stats", columns=["revenue"], time_column="date", per="day")
+    totals = sales.groupby("date")["revenue"].sum()
+    assert daily["per"] == "day"
+    assert daily["stats"]["revenue"]["count"] == len(totals) == 731
+    assert daily["stats"]["revenue"]["50%"] == pytest.approx(totals.median(), rel=1e-6)
+    assert daily["stats"]["revenue"]["std"] == pytest.approx(totals.std(), rel=1e-6)
+    with pytest.raises(ToolError, match=r"^per='month' needs time_column"):
+        use("compute_summary_stats", per="month")
     region = use("compute_summary_stats", columns=["region"])["stats"]["region"]
     assert (region["unique"], region["freq"]) == (4, 7310)
 

@@ -138,6 +138,8 @@ class _Pipeline:
         self.checked: list[PipelineStep] | None = None
         """The plan as completed by the check, before the model's changes, if it passed the
         gate: run when the changed plan fails."""
+        self.loaded: dict[str, Any] = {}
+        """The tools' artifacts once the dataset is loaded: where each run of a plan starts."""
 
     async def run_or_fall_back(self) -> PlannerResult:
         """`run`; when no plan covers the question or none could run, the run goes on turn by
@@ -469,6 +471,7 @@ class _Pipeline:
             msg = f"the dataset {self.policy.dataset!r} could not be loaded: {outcome.error}"
             raise PipelineFailed(msg)
         self.repairs.remember(outcome.output)
+        self.loaded = dict(self.task.executor.storage.artifacts)
         return outcome.output
 
     async def _narrow(self, template: Template, r: Requirements) -> list[str]:
@@ -502,7 +505,13 @@ class _Pipeline:
 
     async def _execute(self, steps: list[PipelineStep]) -> _Execution | Refusal:
         """Run the plan's steps in order (the dataset is loaded already); a step that fails,
-        or cannot run as planned, stops it."""
+        or cannot run as planned, stops it. Every run of a plan starts from the frames as
+        loaded: a step of a failed run that kept a filtered frame under the dataset's name
+        must not be read by the next."""
+        artifacts = self.task.executor.storage.artifacts
+        artifacts.clear()
+        artifacts.update(self.loaded)
+        self.repairs.rewind()
         step_no = self.kernel.count_step()
         protocol = self.protocol
         done = _Execution()

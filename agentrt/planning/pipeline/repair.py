@@ -68,6 +68,14 @@ class Repairs:
             self.last_frame = name
             self.dataset_frame = self.dataset_frame or name
 
+    def rewind(self) -> None:
+        """Forget the frames made after the dataset's: a plan run again starts where the first
+        run started (a step given "the frame the steps before it made" got a frame of the
+        failed attempt, issue 24)."""
+        dataset = self.dataset_frame
+        self.frames = {dataset: self.frames[dataset]} if dataset in self.frames else {}
+        self.last_frame = dataset
+
     def repair(
         self, step: PipelineStep, params: dict[str, JsonValue]
     ) -> dict[str, JsonValue] | Refusal:

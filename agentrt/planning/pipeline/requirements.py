@@ -325,17 +325,25 @@ def with_named_values(
 def with_time_column(
     r: Requirements, query: str, dates: list[str]
 ) -> tuple[Requirements, list[str]]:
-    """A trend, or years compared ("from 2023 to 2024"), needs a time column: when the
-    question asks for one and the model named none, the dataset's only date column (of
-    `dates`) is it. Years compared with no grain named are compared by year, not by the
+    """A trend, years compared ("from 2023 to 2024") or a grain ("daily") needs a time column:
+    when the question asks for one and the model named none, the dataset's only date column
+    (of `dates`) is it. Years compared with no grain named are compared by year, not by the
     month the data's span would choose (the 1.5B's growth question got 24 months)."""
     years = len(years_named(query.lower())) >= 2
     notes: list[str] = []
     time = r.time
-    if ("trend" in r.analysis or years) and time.column is None and len(dates) == 1:
+    needs = (
+        "a trend needs"
+        if "trend" in r.analysis
+        else "years compared need"
+        if years
+        else f"grain {time.grain} needs"
+        if time.grain != "unknown"
+        else None
+    )
+    if needs is not None and time.column is None and len(dates) == 1:
         time = time.model_copy(update={"column": dates[0]})
-        why = "a trend needs" if "trend" in r.analysis else "years compared need"
-        notes.append(f"time.column={dates[0]}: {why} a date column, and the data has one")
+        notes.append(f"time.column={dates[0]}: {needs} a date column, and the data has one")
     if years and time.column is not None and time.grain == "unknown":
         time = time.model_copy(update={"grain": "year"})
         notes.append("time.grain=year: the question compares years")
@@ -398,8 +406,10 @@ def without_uncued(
         dropped.append(f"filters.period={period}")
         period = None
     time = r.time
-    if time.column is not None and not _time_cued(time.column, question, cues.get("trend", [])):
-        dropped.append(f"time.column={time.column}")
+    timed = time.column is not None or time.grain != "unknown"
+    if timed and not _time_cued(time.column or "", question, cues.get("trend", [])):
+        dropped += [f"time.column={time.column}"] if time.column else []
+        dropped += [f"time.grain={time.grain}"] if time.grain != "unknown" else []
         time = TimeRequirement()
     return (
         r.model_copy(
