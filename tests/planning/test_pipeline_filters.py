@@ -285,6 +285,37 @@ async def test_a_plan_run_again_starts_from_the_data_as_loaded(
     assert f"Electronics is {times:,.3f} times Furniture." in (end.answer or "")
 
 
+@pytest.mark.parametrize(
+    ("question", "pick"),
+    [
+        ("Which day in 2023 stands out for revenue?", "idxmax"),
+        ("Which day in 2023 had unusually low total revenue - the lowest of the year?", "idxmin"),
+    ],
+)
+async def test_an_unusual_day_is_found_among_the_daily_totals(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame, question: str, pick: str
+) -> None:
+    """The anomaly template checks the totals per the period the question names, and the
+    answer names the extreme asked for first."""
+    requirements = asked(
+        analysis=["anomaly"],
+        time={"column": "date", "grain": "day"},
+        filters={"where": {}, "period": "2023"},
+        outputs=["table"],
+    )
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("anomaly"), requirements, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    daily = sales[sales.date.dt.year == 2023].groupby("date")["revenue"].sum()
+    day = getattr(daily, pick)()
+    prose = [
+        line for line in (end.answer or "").splitlines() if line.startswith(("Highest", "Lowest"))
+    ]
+    assert prose[0].startswith(f"{'Highest' if pick == 'idxmax' else 'Lowest'}: {day.date()}")
+
+
 async def test_show_the_distribution_of_order_revenue(
     default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:

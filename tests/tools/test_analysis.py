@@ -609,17 +609,25 @@ def test_summary_stats_and_correlation(use: Call, sales: pd.DataFrame) -> None:
 
 @pytest.mark.parametrize("method", ["zscore", "iqr"])
 def test_the_injected_spikes_are_the_anomalies_of_daily_revenue(
-    use: Call, artifacts: dict[str, Any], sample: ModuleType, method: str
+    use: Call, artifacts: dict[str, Any], sample: ModuleType, sales: pd.DataFrame, method: str
 ) -> None:
+    """Daily totals made by a step before, or by the tool itself (`per`, which names the
+    highest and the lowest day too), give the same days."""
     use("load_dataset")
     use("aggregate", metrics=["revenue"], time_column="date", grain="day", name="daily")
-    out = use("detect_anomalies", metric="revenue", data="daily", method=method)
     spikes = {s.date.isoformat() for s in sample.SPIKES}
-    assert out["checked"] == 731
-    assert out["anomalies"] == len(spikes) == 5
-    assert {r["date"] for r in out["head"]} == spikes
-    assert all(r["score"] > 3 for r in out["head"])
-    assert len(artifacts["anomalies"]) == 5
+    for out in (
+        use("detect_anomalies", metric="revenue", data="daily", method=method),
+        use("detect_anomalies", metric="revenue", method=method, time_column="date", per="day"),
+    ):
+        assert out["checked"] == 731
+        assert out["anomalies"] == len(spikes) == 5
+        assert {r["date"] for r in out["head"]} == spikes
+        assert all(r["score"] > 3 for r in out["head"])
+        assert len(artifacts["anomalies"]) == 5
+    daily = sales.groupby("date")["revenue"].sum()
+    assert out["highest"] == {daily.idxmax(): pytest.approx(daily.max(), abs=0.01)}
+    assert out["lowest"] == {daily.idxmin(): pytest.approx(daily.min(), abs=0.01)}
 
 
 def test_the_spiked_rows_top_the_anomalies_of_raw_rows(use: Call, sample: ModuleType) -> None:
