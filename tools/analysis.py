@@ -255,7 +255,8 @@ def _reading(
     """What a reader of grouped totals looks for first, computed so that no model does the
     arithmetic (the 1.5B misread growth and differences from two rows, issue 24): for two
     rows, the second's difference from the first and its percent change (a later period
-    against an earlier one), and how many times the smaller the larger is (the ratio a "how
+    against an earlier one, and for periods whether it went up or down), and how many times
+    the smaller the larger is (the ratio a "how
     many times more" or "A to B" question asks, when both are positive); for more, the
     highest and the lowest row. Rows are labelled by their groups, periods as the grain
     writes them ("2024", "2024-Q3", "2024-03")."""
@@ -275,6 +276,8 @@ def _reading(
         if first is None or second is None:
             return {}
         change = {"from": labels[0], "to": labels[1], "difference": _scalar(second - first)}
+        if time_column is not None and first != second:
+            change["direction"] = "up" if second > first else "down"
         if first:
             change["percent"] = round((second - first) / abs(first) * 100, 2)
         if first > 0 and second > 0:

@@ -1082,3 +1082,19 @@ async def test_growth_between_two_years_is_computed_not_left_to_the_model(
         end.answer or ""
     )
     assert f"({growth:+,.2f} %)" in (end.answer or "")
+
+
+def test_the_answer_reads_a_change_with_no_percent_or_ratio(default_workspace: Workspace) -> None:
+    """A change from zero has no percent, one of a negative total no ratio: the answer says
+    the rest (the template's rendering is strict, so a missing key failed the run)."""
+    change = {"from": "2023", "to": "2024", "difference": 5.0, "direction": "up"}
+    answer = default_workspace.render(
+        "pipeline_answer.j2",
+        requirements={},
+        lowest_first=False,
+        steps=[],
+        files=["chart.png"],
+        tables=[],
+        results={"totals": {"change": change}},
+    )
+    assert "2024 against 2023: a difference of 5.00, up." in answer

@@ -491,10 +491,12 @@ def test_two_rows_say_their_difference_and_percent_change(
     assert (change["from"], change["to"]) == (first, second)
     assert change["difference"] == pytest.approx(totals.iloc[1] - totals.iloc[0], abs=0.01)
     assert change["percent"] == pytest.approx((totals.iloc[1] / totals.iloc[0] - 1) * 100, abs=0.01)
+    assert change["direction"] == ("up" if totals.iloc[1] > totals.iloc[0] else "down")
     larger, smaller = totals.sort_values(ascending=False)
     assert change["ratio"]["times"] == pytest.approx(larger / smaller, abs=0.001)
     channels = use("aggregate", metrics=["revenue"], group_by=["channel"], name="channels")
     assert (channels["change"]["from"], channels["change"]["to"]) == ("Online", "Store")
+    assert "direction" not in channels["change"]  # two categories: neither comes after
     by_channel = two.groupby("channel")["revenue"].sum().sort_values(ascending=False)
     ratio = channels["change"]["ratio"]
     assert (ratio["larger"], ratio["smaller"]) == tuple(by_channel.index)
