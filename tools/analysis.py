@@ -256,14 +256,13 @@ def _reading(
     arithmetic (the 1.5B misread growth and differences from two rows, issue 24): for two
     rows, the second's difference from the first and its percent change (a later period
     against an earlier one, and for periods whether it went up or down), and how many times
-    the smaller the larger is (the ratio a "how
-    many times more" or "A to B" question asks, when both are positive); for more, the
-    highest and the lowest row. Rows are labelled by their groups, periods as the grain
-    writes them ("2024", "2024-Q3", "2024-03")."""
+    the smaller the larger is (the ratio a "how many times more" or "A to B" question asks,
+    when both are positive); for more, the highest and the lowest row, and each group's
+    change when there are two periods (`_growth`). Rows are labelled by their groups,
+    periods as the grain writes them ("2024", "2024-Q3", "2024-03")."""
     values = result[metric]
     if not keys or len(result) < 2 or not values.notna().any():
         return {}
-    growth = _growth(result, keys, metric, time_column, grain)
     labels = [
         " / ".join(
             period_label(v, grain) if k == time_column else str(_scalar(v))
@@ -287,7 +286,7 @@ def _reading(
         return {"change": change}
     values = values.reset_index(drop=True)
     top, bottom = int(values.idxmax()), int(values.idxmin())  # gaps skipped
-    return growth | {
+    return _growth(result, keys, metric, time_column, grain) | {
         "highest": {labels[top]: _scalar(values.iloc[top])},
         "lowest": {labels[bottom]: _scalar(values.iloc[bottom])},
     }

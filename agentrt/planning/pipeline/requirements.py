@@ -332,15 +332,13 @@ def with_time_column(
     years = len(years_named(query.lower())) >= 2
     notes: list[str] = []
     time = r.time
-    needs = (
-        "a trend needs"
-        if "trend" in r.analysis
-        else "years compared need"
-        if years
-        else f"grain {time.grain} needs"
-        if time.grain != "unknown"
-        else None
-    )
+    needs = None
+    if "trend" in r.analysis:
+        needs = "a trend needs"
+    elif years:
+        needs = "years compared need"
+    elif time.grain != "unknown":
+        needs = f"grain {time.grain} needs"
     if needs is not None and time.column is None and len(dates) == 1:
         time = time.model_copy(update={"column": dates[0]})
         notes.append(f"time.column={dates[0]}: {needs} a date column, and the data has one")
