@@ -30,6 +30,7 @@ from agentrt.planning.pipeline import Filters, Requirements, TimeRequirement
 from agentrt.planning.pipeline.periods import named_period, period_bounds
 from agentrt.planning.pipeline.requirements import (
     columns_in_names,
+    metrics_in_question,
     on_values,
     where_by_values,
     with_named_period,
@@ -784,6 +785,29 @@ def test_a_time_column_needs_a_word_of_time_in_the_question(
     found, dropped = without_uncued(r, question, default_workspace.registry.cues, CATEGORIES)
     assert (found.time.column == "date") is kept
     assert dropped == ([] if kept else ["time.column=date"])
+
+
+COLUMNS = ["date", "region", "product_category", "channel", "units", "revenue"]
+
+
+@pytest.mark.parametrize(
+    ("question", "metrics", "found"),
+    [
+        # The 1.5B's metrics for the question, written again after it was told.
+        ("What's the median daily revenue?", ["median"], ["revenue"]),
+        ("How many units did the East sell?", ["count"], ["units"]),
+        ("What's the median daily revenue?", ["revenue"], ["revenue"]),  # nothing to do
+        ("Units and revenue per region?", ["median"], ["median"]),  # two named: left
+        ("What's the median?", ["median"], ["median"]),  # none named: left
+    ],
+)
+def test_a_metric_that_names_no_column_is_the_column_the_question_names(
+    question: str, metrics: list[str], found: list[str]
+) -> None:
+    r = Requirements(metrics=metrics, group_by=["region"] if "region" in question else [])
+    fixed, notes = metrics_in_question(r, question, COLUMNS)
+    assert fixed.metrics == found
+    assert bool(notes) is (found != metrics)
 
 
 @pytest.mark.parametrize(

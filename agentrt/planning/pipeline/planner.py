@@ -66,6 +66,7 @@ from agentrt.planning.pipeline.requirements import (
     Requirements,
     columns_in_names,
     grain_in_group_by,
+    metrics_in_question,
     on_columns,
     on_values,
     requirement_texts,
@@ -278,11 +279,12 @@ class _Pipeline:
                     asked, self.task.query, self.registry.cues, categories
                 )
                 asked, named = columns_in_names(asked, columns)
+                asked, metric = metrics_in_question(asked, self.task.query, columns)
                 asked, grain = grain_in_group_by(asked, columns, list(dates))
                 asked, moved = where_by_values(asked, categories)
                 asked, values = with_named_values(asked, self.task.query, categories)
                 asked, period = with_named_period(asked, self.task.query, dates)
-                moved = [*named, *grain, *moved, *values, *period]
+                moved = [*named, *metric, *grain, *moved, *values, *period]
                 found = on_columns(asked, columns)
                 if isinstance(found, Requirements):
                     found = on_values(found, categories, dates)

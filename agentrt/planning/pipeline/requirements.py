@@ -30,6 +30,7 @@ __all__ = [
     "column_in_name",
     "columns_in_names",
     "grain_in_group_by",
+    "metrics_in_question",
     "on_columns",
     "on_values",
     "requirement_labels",
@@ -235,6 +236,31 @@ def columns_in_names(r: Requirements, columns: list[str]) -> tuple[Requirements,
 
     metrics, group_by = spelled("metrics", r.metrics), spelled("group_by", r.group_by)
     return r.model_copy(update={"metrics": metrics, "group_by": group_by}), notes
+
+
+def metrics_in_question(
+    r: Requirements, query: str, columns: list[str]
+) -> tuple[Requirements, list[str]]:
+    """Metrics that name no column ("median", the 1.5B's metric for "the median daily
+    revenue", written again when it was told) replaced by the one column the question names
+    that the requirements use for nothing else; and a note of it. Left for `on_columns` to
+    refuse when the question names none, or several."""
+    known = {c.lower() for c in columns}
+    strays = [m for m in r.metrics if m.strip().lower() not in known]
+    if not strays:
+        return r, []
+    question = query.lower()
+    used = {c.lower() for c in [*r.metrics, *r.group_by, *r.filters.where, r.time.column or ""]}
+    named = [
+        c
+        for c in columns
+        if c.lower() not in used and _holds(question, c.lower().replace("_", " "))
+    ]
+    if len(named) != 1:
+        return r, []
+    kept = [m for m in r.metrics if m not in strays]
+    note = f"metrics: {', '.join(map(repr, strays))} name no column; the question's is {named[0]!r}"
+    return r.model_copy(update={"metrics": [*kept, named[0]]}), [note]
 
 
 def column_in_name(name: str, columns: list[str]) -> str | None:
