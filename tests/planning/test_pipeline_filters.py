@@ -317,6 +317,43 @@ async def test_an_unusual_day_is_found_among_the_daily_totals(
     assert prose[0].startswith(f"{'Highest' if pick == 'idxmax' else 'Lowest'}: {day.date()}")
 
 
+@pytest.mark.parametrize(
+    ("question", "read", "grain"),
+    [
+        # As the 1.5B read them, over the summary template: a month grouped by as a column
+        # and a "trend" with no cue (dropped); a daily total.
+        (
+            "Which month had the highest revenue?",
+            {"group_by": ["month"], "time": {"column": "date", "grain": "month"}},
+            "M",
+        ),
+        (
+            "Which single day stands out the most in total revenue?",
+            {"analysis": ["total"], "time": {"column": "date", "grain": "day"}},
+            "D",
+        ),
+    ],
+)
+async def test_which_period_is_read_off_the_totals_per_period(
+    default_workspace: Workspace,
+    tmp_path: Path,
+    sales: pd.DataFrame,
+    question: str,
+    read: dict[str, Any],
+    grain: str,
+) -> None:
+    """A question naming a period is answered from totals per period: the plan's total groups
+    by the time column at that grain, and the answer names the highest period first."""
+    requirements = asked(outputs=["chart", "table"], **read)
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("summary"), requirements, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    totals = sales.groupby(sales.date.dt.to_period(grain))["revenue"].sum()
+    assert f"Highest: {totals.idxmax()} ({totals.max():,.2f})" in (end.answer or "")
+
+
 async def test_show_the_distribution_of_order_revenue(
     default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:

@@ -58,7 +58,8 @@ def check_coverage(
     """The deterministic gate: every requirement has a step whose tool can satisfy it; every
     step serves a requirement; a grouping is computed before anything is plotted, and by the
     time column too when the question asks for one ("by quarter"); a trend is
-    served by a step that works on the time column; the filters by a step that keeps exactly
+    served by a step that works on the time column, and so is a total when the question
+    names a period ("which month"); the filters by a step that keeps exactly
     the rows they name, before any step that reads the data (other than loading and parsing
     it)."""
     labels = requirements.labels()
@@ -68,6 +69,7 @@ def check_coverage(
         first_reader=_first_reader(steps, registry),
         wanted=frozenset(c.lower() for c in requirements.group_by),
         time=(requirements.time.column or "").lower(),
+        per_period=requirements.time.grain != "unknown",
         kept=_kept(filter_params(requirements)),
         vocabulary=vocabulary,
     )
@@ -134,6 +136,9 @@ class _Rules:
     """The columns the question groups by (lowercase)."""
     time: str
     """The time column the question asks for (lowercase), or empty."""
+    per_period: bool
+    """Whether the question names a period ("which month", "daily"): its totals are per
+    period."""
     kept: tuple[frozenset[tuple[str, str]], str]
     """What the question's filters keep (`_kept`)."""
     vocabulary: PipelineVocabulary
@@ -149,6 +154,10 @@ class _Rules:
             )
         if label == "analysis.trend":
             return bool(self.time) and self.time in _columns(step, columns)
+        if label == "analysis.total" and self.time and self.per_period:
+            # "Which month had the highest revenue?" is read off totals per month, not one
+            # grand total (the 1.5B's plans, issue 24).
+            return self.time in _columns(step, columns)
         if label == "filters":
             return i < self.first_reader and _kept(step.params) == self.kept
         return True

@@ -354,7 +354,8 @@ def with_time_column(
     """A trend, years compared ("from 2023 to 2024") or a grain ("daily") needs a time column:
     when the question asks for one and the model named none, the dataset's only date column
     (of `dates`) is it. Years compared with no grain named are compared by year, not by the
-    month the data's span would choose (the 1.5B's growth question got 24 months)."""
+    month the data's span would choose (the 1.5B's growth question got 24 months). A period
+    named with nothing asked of it is asked for its totals."""
     years = len(years_named(query.lower())) >= 2
     notes: list[str] = []
     time = r.time
@@ -371,7 +372,14 @@ def with_time_column(
     if years and time.column is not None and time.grain == "unknown":
         time = time.model_copy(update={"grain": "year"})
         notes.append("time.grain=year: the question compares years")
-    return (r.model_copy(update={"time": time}), notes) if notes else (r, [])
+    analysis = r.analysis
+    if not analysis and time.column is not None and time.grain != "unknown":
+        # "Which month had the highest revenue?": the 1.5B read a month grain and no analysis
+        # (its "trend" had no cue), and the plan computed nothing per month.
+        analysis = ["total"]
+        notes.append(f"analysis.total: the question asks about each {time.grain}")
+    update = {"time": time, "analysis": analysis}
+    return (r.model_copy(update=update), notes) if notes else (r, [])
 
 
 def requirement_texts(r: Requirements) -> list[str]:
