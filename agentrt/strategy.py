@@ -185,7 +185,7 @@ class PipelineVocabulary(BaseModel):
     """Tools a pipeline run always offers (unless its strategy names others)."""
     lowest: list[str] = []
     """Words by which a question asks for the lowest of several groups ("least", "worst"):
-    its answer names the lowest first (matched as whole words, any case)."""
+    its answer names the lowest first (words or phrases, matched whole, any case)."""
 
 
 def load_vocabulary(path: Path) -> PipelineVocabulary:

@@ -548,11 +548,12 @@ class _Pipeline:
         )
 
     def _answer(self, r: Requirements, steps: list[PipelineStep], done: _Execution) -> str:
-        words = re.findall(r"[a-z]+", self.task.query.lower())
+        query = self.task.query.lower()
+        lowest = (rf"\b{re.escape(w.lower())}\b" for w in self.vocabulary.lowest)
         return self.workspace.render(
             "pipeline_answer.j2",
             requirements=r.model_dump(mode="json"),
-            lowest_first=any(w in self.vocabulary.lowest for w in words),
+            lowest_first=any(re.search(w, query) for w in lowest),
             steps=[s.model_dump(mode="json") for s in steps if s.id in done.results],
             files=done.files,
             tables=done.tables,
