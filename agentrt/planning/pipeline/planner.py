@@ -279,7 +279,8 @@ class _Pipeline:
                     asked, self.task.query, self.registry.cues, categories
                 )
                 asked, named = columns_in_names(asked, columns)
-                asked, metric = metrics_in_question(asked, self.task.query, columns)
+                measures = [c for c in columns if c not in categories and c not in dates]
+                asked, metric = metrics_in_question(asked, self.task.query, measures)
                 asked, grain = grain_in_group_by(asked, columns, list(dates))
                 asked, moved = where_by_values(asked, categories)
                 asked, values = with_named_values(asked, self.task.query, categories)

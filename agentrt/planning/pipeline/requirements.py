@@ -242,9 +242,10 @@ def metrics_in_question(
     r: Requirements, query: str, columns: list[str]
 ) -> tuple[Requirements, list[str]]:
     """Metrics that name no column ("median", the 1.5B's metric for "the median daily
-    revenue", written again when it was told) replaced by the one column the question names
-    that the requirements use for nothing else; and a note of it. Left for `on_columns` to
-    refuse when the question names none, or several."""
+    revenue", written again when it was told) replaced by the one of `columns` (the data's
+    measures: neither categories nor dates, which a question names as often, "all regions")
+    the question names and the requirements use for nothing else; and a note of it. Left for
+    `on_columns` to refuse when the question names none, or several."""
     known = {c.lower() for c in columns}
     strays = [m for m in r.metrics if m.strip().lower() not in known]
     if not strays:
