@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -50,7 +51,7 @@ from agentrt.events import (
 from agentrt.exceptions import ToolError
 from agentrt.parsing import CallPiece, InvalidPiece
 from agentrt.run import RunContext
-from agentrt.sessions.store import Scope
+from agentrt.sessions.store import Scope, SessionTool
 from agentrt.tool import Tool, ToolContext, ToolRunner, ToolStorage, run_tool
 
 __all__ = [
@@ -457,7 +458,7 @@ class Executor:
             call_id=call.call_id,
             step=call.step,
             scope=self.scope,
-            add_session_tool=self.tools.add_session_tool,
+            add_session_tool=_on_loop(self.tools.add_session_tool),
             complete=functools.partial(self.ctx.complete, step=call.step),
             artifacts=self.storage.artifacts,
             output_dir=self.storage.output_dir,
@@ -467,6 +468,30 @@ class Executor:
     def _observation(self, output: JsonValue) -> str:
         text = output if isinstance(output, str) else _OBSERVATION.encode(output)
         return _cut(text, self.max_observation_chars)
+
+
+def _on_loop(change: Callable[[SessionTool], None]) -> Callable[[SessionTool], None]:
+    """`change`, run on the event loop's thread whichever thread calls it.
+
+    A sync tool runs in a worker thread, and what it asks of the run through its context
+    changes the run's state and emits events, which only the loop may do: from a thread, an
+    event emitted while the loop was writing the trajectory was counted as written and lost
+    (seen in CI: a knowledge search offering page tools). The worker waits for the change and
+    gets its `ToolError`, as an async tool would.
+    """
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+
+    async def on_loop(spec: SessionTool) -> None:
+        change(spec)
+
+    def call(spec: SessionTool) -> None:
+        if threading.get_ident() == loop_thread:
+            change(spec)
+        else:
+            asyncio.run_coroutine_threadsafe(on_loop(spec), loop).result()
+
+    return call
 
 
 def _invalid(tool: Tool, exc: ValidationError) -> str:

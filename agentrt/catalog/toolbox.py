@@ -45,6 +45,8 @@ class Toolbox(Mapping[str, Tool]):
         self.session = session
         self.offered = list(offered)
         self._tools = {t.name: workspace[t.name] for t in offered}
+        self._specs: dict[str, SessionTool] = {}
+        """The session tools offered (the session's and this run's), by name."""
         self.version = 0
         if session is not None:
             for spec in session.tools.values():
@@ -70,11 +72,11 @@ class Toolbox(Mapping[str, Tool]):
         :raises ToolError: the base tool does not exist, the name is taken, or the fixed
             arguments do not fit the base tool (the calling tool's model sees the message)
         """
-        if spec.name in self._tools and not (
-            self.session is not None and spec.name in self.session.tools
-        ):
+        if spec.name in self._tools and spec.name not in self._specs:
             msg = f"cannot add session tool {spec.name!r}: a tool of that name exists"
             raise ToolError(msg)
+        if self._specs.get(spec.name) == spec:
+            return  # offered already (two parallel searches may offer the same page)
         self._add(spec)
         if self.session is not None:
             self.session.tools[spec.name] = spec
@@ -96,4 +98,5 @@ class Toolbox(Mapping[str, Tool]):
         if spec.name not in self._tools:
             self.offered.append(NarrowedTool(name=spec.name, source="session"))
         self._tools[spec.name] = tool
+        self._specs[spec.name] = spec
         self.version += 1

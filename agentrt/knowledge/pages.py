@@ -15,6 +15,7 @@ already offered is not offered again.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 
 from agentrt.knowledge.search import Hit, KnowledgeBase
@@ -31,6 +32,7 @@ MAX_ITEMS = 3
 """Items per search that get tools: the best found; more would crowd the model's tool list."""
 MAX_PAGES = 3
 """Page tools per item: the hits' pages and their neighbours, nearest the best hit first."""
+_SLUGGING = threading.Lock()
 _SLUG_CHARS = 36  # so that `get_<slug>_page_<n>_content` stays within a tool name's 64
 _SLUGS = "knowledge.slugs"
 _OFFERED = "knowledge.offered"
@@ -88,18 +90,19 @@ def offer_item_tools(
 def _slug(ctx: ToolContext, context: str, item: str) -> str:
     """The item's name in tool names: its id, lower-case, `_` for the rest; unique in the
     session."""
-    slugs: dict[str, str] = ctx.artifacts.setdefault(_SLUGS, {})
-    global_id = f"{context}/{item}"
-    for slug, owner in slugs.items():
-        if owner == global_id:
-            return slug
-    stem = item.rsplit(".", 1)[0] if "." in item.rsplit("/", 1)[-1] else item
-    base = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")[:_SLUG_CHARS] or "item"
-    if base[0].isdigit():
-        base = f"item_{base}"[:_SLUG_CHARS]
-    slug, n = base, 1
-    while slug in slugs:
-        n += 1
-        slug = f"{base[: _SLUG_CHARS - len(str(n)) - 1]}_{n}"
-    slugs[slug] = global_id
-    return slug
+    with _SLUGGING:  # parallel searches (sync tools, one thread each) name items at once
+        slugs: dict[str, str] = ctx.artifacts.setdefault(_SLUGS, {})
+        global_id = f"{context}/{item}"
+        for slug, owner in slugs.items():
+            if owner == global_id:
+                return slug
+        stem = item.rsplit(".", 1)[0] if "." in item.rsplit("/", 1)[-1] else item
+        base = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")[:_SLUG_CHARS] or "item"
+        if base[0].isdigit():
+            base = f"item_{base}"[:_SLUG_CHARS]
+        slug, n = base, 1
+        while slug in slugs:
+            n += 1
+            slug = f"{base[: _SLUG_CHARS - len(str(n)) - 1]}_{n}"
+        slugs[slug] = global_id
+        return slug

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,13 @@ from agentrt import (
     Event,
     ModelChunk,
     ModelRequest,
+    NarrowedTool,
     ScriptedModel,
     Session,
     SessionTool,
     TextChunk,
     ToolCallInvalidEvent,
+    ToolContext,
     ToolError,
     ToolFinishedEvent,
     ToolsNarrowedEvent,
@@ -28,6 +31,7 @@ from agentrt import (
     UsageChunk,
     UserError,
     Workspace,
+    tool,
 )
 from agentrt.catalog.toolbox import Toolbox
 from agentrt.run import RunContext
@@ -141,6 +145,66 @@ class TestAcrossRuns:
         assert outputs == ["report, page 4"]
 
 
+class TestFromASyncTool:
+    """A sync tool runs in a worker thread, but what it asks of the run happens on the loop's:
+    from the worker, an event emitted while the loop wrote the trajectory was counted as
+    written and lost (a knowledge search offering page tools, in CI)."""
+
+    @staticmethod
+    def agent(tmp_path: Path, base: str, turns: list[Any]) -> tuple[Agent, list[int]]:
+        """An agent whose sync `open_item` adds `read_<item>` over `base`; the list gets the
+        thread each tool call ran in."""
+        ran_in: list[int] = []
+
+        @tool
+        def read_page(item: str, page: int = 1) -> str:
+            """Read a page of an item."""
+            return f"{item}, page {page}"
+
+        @tool
+        def open_item(ctx: ToolContext, item: str) -> str:
+            """Open an item."""
+            ran_in.append(threading.get_ident())
+            spec = SessionTool(name=f"read_{item}", description="Read it.", base=base)
+            ctx.add_session_tool(spec.model_copy(update={"bind": {"item": item}}))
+            return "opened"
+
+        settings = AgentSettings(trajectory_dir=tmp_path / "trajectories")
+        model = ScriptedModel(turns)
+        return Agent(model, tools=[read_page, open_item], settings=settings), ran_in
+
+    async def test_its_session_tool_is_added_on_the_loop(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        stamped_in: list[int] = []
+        emit = RunContext.emit
+
+        def recording(self: RunContext, cls: Any, /, **fields: Any) -> Any:
+            stamped_in.append(threading.get_ident())
+            return emit(self, cls, **fields)
+
+        monkeypatch.setattr(RunContext, "emit", recording)
+        turns = [call("open_item", item="report"), call("read_report", page=2), "ok"]
+        agent, ran_in = self.agent(tmp_path, "read_page", turns)
+        result = await agent.run("Open the report")
+        loop = threading.get_ident()
+        (worker,) = ran_in
+        assert worker != loop  # the tool did run in a worker thread
+        assert set(stamped_in) == {loop}
+        narrowed = of(result.trajectory.events, ToolsNarrowedEvent)
+        assert "read_report" in offered(narrowed[-1])
+        outputs = [e.output for e in of(result.trajectory.events, ToolFinishedEvent)]
+        assert outputs == ["opened", "report, page 2"]
+
+    async def test_its_refusal_is_the_tool_s_error(self, tmp_path: Path) -> None:
+        agent, _ = self.agent(tmp_path, "nope", [call("open_item", item="report"), "ok"])
+        result = await agent.run("Open the report")
+        (done,) = of(result.trajectory.events, ToolFinishedEvent)
+        assert done.status == "error"
+        assert "there is no tool 'nope'" in str(done.error)
+        assert result.status == "ok"
+
+
 class TestBadSessionTools:
     async def test_a_bad_spec_is_the_calling_tool_s_error(self, make_agent: MakeAgent) -> None:
         """A session tool that cannot be made (here: a name a model cannot write) fails the
@@ -165,6 +229,22 @@ class TestBadSessionTools:
         )
         with pytest.raises(ToolError, match=r"tool 'read_page' takes no argument 'book'"):
             toolbox.add_session_tool(unknown_argument)
+
+    def test_the_same_tool_twice_is_offered_once(self, workspace: Workspace) -> None:
+        """Two parallel searches may offer one page: the second offer changes nothing, a
+        changed one replaces it, and a workspace tool's name stays refused."""
+        ctx = RunContext("run", ScriptedModel([]), header(), None)
+        toolbox = Toolbox(
+            ctx, workspace.tools, [NarrowedTool(name="read_page", source="template")], None
+        )
+        spec = SessionTool(name="read_x", description="d", base="read_page", bind={"item": "x"})
+        toolbox.add_session_tool(spec)
+        toolbox.add_session_tool(spec.model_copy())
+        assert (toolbox.version, list(toolbox)) == (1, ["read_page", "read_x"])
+        toolbox.add_session_tool(spec.model_copy(update={"bind": {"item": "y"}}))
+        assert (toolbox.version, list(toolbox)) == (2, ["read_page", "read_x"])
+        with pytest.raises(ToolError, match=r"'read_page': a tool of that name exists"):
+            toolbox.add_session_tool(spec.model_copy(update={"name": "read_page"}))
 
 
 class TestScope:
