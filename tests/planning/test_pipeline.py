@@ -421,3 +421,21 @@ async def test_a_covering_step_the_model_keeps_removing_is_put_back(
         "plot_line",
         "save_dataframe",
     ]
+
+
+async def test_a_completed_step_leaves_out_an_optional_parameter_it_cannot_fill(
+    default_workspace: Workspace, tmp_path: Path
+) -> None:
+    """A trend with no grouping, planned from a template that draws none: the line chart taken
+    from the time-series template has no `{group_by[0]}` for its `color`, which is optional,
+    so it is left out (one line) rather than the step refused and the run handed to `react`."""
+    summary = {**INTENT, "primary_intent": "summary"}
+    asked = {**ASKED, "group_by": [], "analysis": ["trend"], "outputs": ["chart"]}
+    events, _ = await run(
+        default_workspace, tmp_path, summary, asked, NO_CHANGE, question="the monthly trend"
+    )
+    assert not of(events, PlannerFallbackEvent)
+    assert "chart" in of(events, CoverageEvent)[0].added
+    (chart,) = [e for e in of(events, ToolCallEvent) if e.name == "plot_line"]
+    assert set(chart.arguments) == {"data", "x", "y"}
+    assert last(events).status == "ok"

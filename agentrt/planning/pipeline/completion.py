@@ -12,7 +12,7 @@ is a safe completion. Nothing is invented: a requirement no template step can se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import JsonValue
 
@@ -22,6 +22,7 @@ from agentrt.planning.pipeline.adaptation import fill
 from agentrt.planning.pipeline.coverage import Coverage
 from agentrt.planning.pipeline.requirements import Requirements
 from agentrt.strategy import Template
+from agentrt.tool import Tool
 
 __all__ = ["complete"]
 
@@ -33,7 +34,7 @@ def complete(
     r: Requirements,
     templates: Sequence[Template],
     registry: Registry,
-    tools: Collection[str],
+    tools: Mapping[str, Tool],
     check: Check,
 ) -> tuple[list[PipelineStep], list[str], list[str]]:
     """`steps` without those no requirement justifies and with a template step for each
@@ -61,22 +62,24 @@ def complete(
 
 
 def _candidates(
-    label: str, r: Requirements, templates: Sequence[Template], tools: Collection[str]
+    label: str, r: Requirements, templates: Sequence[Template], tools: Mapping[str, Tool]
 ) -> Iterable[PipelineStep]:
     """The templates' steps that serve `label`, bound to `r`, in template order: only those
-    whose tool the run has and whose every single-value placeholder is filled (a chart's `x`
-    of `{group_by[0]}` with no grouping is not this step; an empty `{group_by}` list is no
-    grouping, left out as `bind` leaves it)."""
+    whose tool the run has and whose every required single-value placeholder is filled (a
+    chart's `x` of `{group_by[0]}` with no grouping is not this step; its optional `color` is
+    left out, as an empty `{group_by}` list is: a trend with no grouping is one line)."""
     for template in templates:
         for step in template.steps:
-            if label not in step.satisfies or step.tool not in tools:
+            tool = tools.get(step.tool)
+            if label not in step.satisfies or tool is None:
                 continue
+            required = tool.definition.parameters.get("required", ())
             params: dict[str, JsonValue] = {}
             for key, value in step.params.items():
                 filled = fill(value, r)
-                if filled is None:
+                if filled is None and key in required:
                     break
-                if filled != []:
+                if filled is not None and filled != []:
                     params[key] = filled
             else:
                 yield step.model_copy(update={"params": params})

@@ -412,7 +412,7 @@ class _Pipeline:
             r,
             [*chosen, *(t for t in others if t not in chosen)],
             self.registry,
-            set(self.task.tools),
+            self.task.tools,
             lambda plan: self._coverage(plan, r, offered),
         )
         offered.extend(dict.fromkeys(s.tool for s in plan if s.tool not in offered))
