@@ -186,6 +186,9 @@ class PipelineVocabulary(BaseModel):
     lowest: list[str] = []
     """Words by which a question asks for the lowest of several groups ("least", "worst"):
     its answer names the lowest first (words or phrases, matched whole, any case)."""
+    average: list[str] = []
+    """Words by which a question asks for an average ("average", "mean"): requirements that
+    read no statistic get a summary, and the answer says the mean first (matched as `lowest`)."""
 
 
 def load_vocabulary(path: Path) -> PipelineVocabulary:

@@ -241,6 +241,48 @@ async def test_a_median_daily_revenue_is_the_median_of_the_daily_totals(
     assert f'"50%": {median}' in (end.answer or "")
 
 
+async def test_an_average_daily_revenue_is_the_mean_of_the_daily_totals(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B read "average daily revenue" as daily totals: an average asked for gets the
+    summary statistics of the totals per day, and the answer says the mean first."""
+    question = "What's our average daily revenue?"
+    daily = asked(analysis=["total"], time={"column": "date", "grain": "day"})
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("summary"), daily, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    (requirements,) = of(events, RequirementsEvent)
+    assert "analysis.summary: the question asks for an average" in requirements.filled
+    stats = outputs(events)["step.stats"]
+    assert stats["per"] == "day"
+    mean = sales.groupby("date")["revenue"].sum().mean()
+    assert stats["stats"]["revenue"]["mean"] == pytest.approx(mean, rel=1e-6)
+    assert (end.answer or "").startswith(f"Average revenue per day: {money(mean)} (over 731 days)")
+
+
+async def test_a_grouping_by_no_column_is_dropped_once_the_model_was_told(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B grouped "the average revenue per order line" by `order_line`, twice: the
+    second time the grouping is dropped (a row is an order line), not the plan given up."""
+    question = "What is the average revenue per order line?"
+    per_line = asked(analysis=["total"], group_by=["order_line"])
+    events, model = await run(
+        default_workspace, tmp_path, question, intent("summary"), per_line, per_line, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert not of(events, PlannerFallbackEvent)
+    (requirements,) = of(events, RequirementsEvent)
+    assert requirements.dropped == ["group_by=[order_line]: no such column, twice"]
+    told = [r for r in model.requests if r.purpose == "requirements"][1]
+    assert "there is no column 'order_line'" in " ".join(m.content or "" for m in told.messages)
+    mean = money(sales["revenue"].mean())
+    assert f"Average revenue per row: {mean} (over {len(sales)} rows)" in (end.answer or "")
+
+
 async def test_a_plan_run_again_starts_from_the_data_as_loaded(
     default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
@@ -1159,6 +1201,7 @@ def test_the_answer_reads_a_change_with_no_percent_or_ratio(default_workspace: W
         "pipeline_answer.j2",
         requirements={},
         lowest_first=False,
+        average=False,
         steps=[],
         files=["chart.png"],
         tables=[],

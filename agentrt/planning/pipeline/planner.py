@@ -66,11 +66,13 @@ from agentrt.planning.pipeline.requirements import (
     Requirements,
     columns_in_names,
     grain_in_group_by,
+    groups_in_columns,
     metrics_in_question,
     on_columns,
     on_values,
     requirement_texts,
     where_by_values,
+    with_average,
     with_named_period,
     with_named_values,
     with_time_column,
@@ -286,6 +288,9 @@ class _Pipeline:
                 asked, values = with_named_values(asked, self.task.query, categories)
                 asked, period = with_named_period(asked, self.task.query, dates)
                 moved = [*named, *metric, *grain, *moved, *values, *period]
+                if problem is not None:  # the model was told once what the columns are
+                    asked, ungrouped = groups_in_columns(asked, columns)
+                    dropped += ungrouped
                 found = on_columns(asked, columns)
                 if isinstance(found, Requirements):
                     found = on_values(found, categories, dates)
@@ -296,6 +301,8 @@ class _Pipeline:
             msg = f"the question's requirements could not be read, twice: {problem}"
             raise PipelineFailed(msg)
         found, filled = with_time_column(found, self.task.query, list(dates))
+        found, average = with_average(found, self._says(self.vocabulary.average))
+        filled += average
         self.ctx.emit(
             RequirementsEvent,
             requirements=found.model_dump(mode="json"),
@@ -548,13 +555,17 @@ class _Pipeline:
             call_id=f"step.{step_id}",
         )
 
-    def _answer(self, r: Requirements, steps: list[PipelineStep], done: _Execution) -> str:
+    def _says(self, words: list[str]) -> bool:
+        """Whether the question holds one of `words` (or phrases), whole, in any case."""
         query = self.task.query.lower()
-        lowest = (rf"\b{re.escape(w.lower())}\b" for w in self.vocabulary.lowest)
+        return any(re.search(rf"\b{re.escape(w.lower())}\b", query) for w in words)
+
+    def _answer(self, r: Requirements, steps: list[PipelineStep], done: _Execution) -> str:
         return self.workspace.render(
             "pipeline_answer.j2",
             requirements=r.model_dump(mode="json"),
-            lowest_first=any(re.search(w, query) for w in lowest),
+            lowest_first=self._says(self.vocabulary.lowest),
+            average=self._says(self.vocabulary.average),
             steps=[s.model_dump(mode="json") for s in steps if s.id in done.results],
             files=done.files,
             tables=done.tables,

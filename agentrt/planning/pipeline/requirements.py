@@ -383,6 +383,30 @@ def with_time_column(
     return (r.model_copy(update=update), notes) if notes else (r, [])
 
 
+def groups_in_columns(r: Requirements, columns: list[str]) -> tuple[Requirements, list[str]]:
+    """`r` without the groupings that name no column, and what was dropped. Only for a reading
+    after one the model was told of: the 1.5B grouped "the average revenue per order line" by
+    `order_line` again after being shown the columns, and the run fell back to `react`; one
+    row is one order line already."""
+    known = {c.lower() for c in columns}
+    kept = [g for g in r.group_by if g.strip().lower() in known]
+    if len(kept) == len(r.group_by):
+        return r, []
+    gone = ", ".join(g for g in r.group_by if g not in kept)
+    return r.model_copy(update={"group_by": kept}), [f"group_by=[{gone}]: no such column, twice"]
+
+
+def with_average(r: Requirements, asked: bool) -> tuple[Requirements, list[str]]:
+    """An average asked for (`asked`) and no statistic read is asked of a summary too: the
+    1.5B read "what's our average daily revenue?" as daily totals, and the answer had no mean."""
+    if not asked or {"summary", "distribution"} & set(r.analysis):
+        return r, []
+    analysis = [*r.analysis, "summary"]
+    return r.model_copy(update={"analysis": analysis}), [
+        "analysis.summary: the question asks for an average"
+    ]
+
+
 def requirement_texts(r: Requirements) -> list[str]:
     """Retrieval queries, one per requirement."""
     texts = [f"{a} of {', '.join(r.metrics) or 'the data'}" for a in r.analysis]
