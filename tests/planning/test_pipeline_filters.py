@@ -1160,6 +1160,29 @@ async def test_the_second_half_of_a_year_is_filtered_though_the_model_left_it_ou
     assert str(round(half.revenue.sum(), 2)) in (end.answer or "")
 
 
+async def test_a_question_read_as_asking_for_nothing_is_asked_for_its_total(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's reading of the same question: a comparison and a trend by quarter, every
+    region and category as filters; with what it holds no cue for dropped, nothing was left
+    to compute, and the run filtered and drew a histogram."""
+    where = {"region": CATEGORIES["region"], "product_category": CATEGORIES["product_category"]}
+    read = asked(
+        analysis=["compare", "trend"],
+        time={"column": "date", "grain": "quarter"},
+        filters={"where": where, "period": "2024-H2"},
+    )
+    question = "What was our revenue in the second half of 2024?"
+    events, _ = await run(default_workspace, tmp_path, question, intent("summary"), read, NO_CHANGE)
+    end = last(events)
+    assert end.status == "ok", end.error
+    (requirements,) = of(events, RequirementsEvent)
+    assert requirements.requirements["analysis"] == ["total"]
+    assert "analysis.total: the question asks for nothing else" in requirements.filled
+    half = sales[(sales.date >= "2024-07-01") & (sales.date <= "2024-12-31")]
+    assert str(round(half.revenue.sum(), 2)) in (end.answer or "")
+
+
 async def test_growth_between_two_years_is_computed_not_left_to_the_model(
     default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:

@@ -355,8 +355,9 @@ def with_time_column(
     """A trend, years compared ("from 2023 to 2024") or a grain ("daily") needs a time column:
     when the question asks for one and the model named none, the dataset's only date column
     (of `dates`) is it. Years compared with no grain named are compared by year, not by the
-    month the data's span would choose (the 1.5B's growth question got 24 months). A period
-    named with nothing asked of it is asked for its totals."""
+    month the data's span would choose (the 1.5B's growth question got 24 months). A
+    question read as asking for no analysis at all is asked for its totals (per period, when
+    it names one)."""
     years = len(years_named(query.lower())) >= 2
     notes: list[str] = []
     time = r.time
@@ -374,11 +375,13 @@ def with_time_column(
         time = time.model_copy(update={"grain": "year"})
         notes.append("time.grain=year: the question compares years")
     analysis = r.analysis
-    if not analysis and time.column is not None and time.grain != "unknown":
+    if not analysis:
         # "Which month had the highest revenue?": the 1.5B read a month grain and no analysis
-        # (its "trend" had no cue), and the plan computed nothing per month.
+        # (its "trend" had no cue), and the plan computed nothing per month; "what was our
+        # revenue in the second half of 2024?" got a filter, a histogram and no sum.
         analysis = ["total"]
-        notes.append(f"analysis.total: the question asks about each {time.grain}")
+        asked = f"about each {time.grain}" if time.column and time.grain != "unknown" else ""
+        notes.append(f"analysis.total: the question asks {asked or 'for nothing else'}")
     update = {"time": time, "analysis": analysis}
     return (r.model_copy(update=update), notes) if notes else (r, [])
 
