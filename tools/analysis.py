@@ -408,7 +408,7 @@ def filter_rows(
         where: Category column → the value, or values, to keep, e.g.
             {"region": "East"} or {"product_category": ["Electronics", "Clothing"]}.
         period: Dates to keep: a year "2024", a half "2024-H2", a quarter "2024-Q3", a
-            month "2024-03" or a day "2024-03-15".
+            month "2024-03", a day "2024-03-15" or days "2024-05-01..2024-05-15".
         start: The first date to keep, e.g. "2024-01-01" (with or instead of `end`).
         end: The last date to keep, e.g. "2024-06-30".
         date_column: The date column `period`, `start` and `end` apply to; by default the
@@ -480,12 +480,19 @@ def filter_rows(
 
 def period_bounds(period: str) -> tuple[datetime, datetime]:
     """The first moment of a period and the first moment after it: a year "2024", a half
-    "2024-H2", a quarter "2024-Q3", a month "2024-03" or a day "2024-03-15"."""
+    "2024-H2", a quarter "2024-Q3", a month "2024-03", a day "2024-03-15" or days from one
+    to another "2024-05-01..2024-05-15"."""
+    if ".." in period:
+        first, _, last = period.strip().partition("..")
+        low, high = _day(first, "period"), _day(last, "period")
+        if high < low:
+            raise ToolError(f"period {period!r} ends before it starts")
+        return low, high + timedelta(days=1)
     match = _PERIOD.match(period.strip())
     if match is None:
         raise ToolError(
             f"period {period!r} is not a year, half, quarter, month or day: write e.g. '2024', "
-            f"'2024-H2', '2024-Q3', '2024-03' or '2024-03-15' (or give start and end)"
+            f"'2024-H2', '2024-Q3', '2024-03', '2024-03-15' or '2024-05-01..2024-05-15'"
         )
     year = int(match["year"])
     if match["half"]:

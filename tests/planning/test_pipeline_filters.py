@@ -929,6 +929,8 @@ def test_a_grain_the_question_names_gets_the_date_column_and_another_is_dropped(
         ("2024-03-15", "2024-03-15", "2024-03-15"),
         ("2024-H1", "2024-01-01", "2024-06-30"),
         ("2023-h2", "2023-07-01", "2023-12-31"),
+        ("2024-05-01..2024-05-15", "2024-05-01", "2024-05-15"),
+        ("2023-12-20..2024-01-10", "2023-12-20", "2024-01-10"),
     ],
 )
 def test_period_bounds(period: str, first: str, last_day: str) -> None:
@@ -938,7 +940,17 @@ def test_period_bounds(period: str, first: str, last_day: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Q3 2024", "2024-13", "2024-Q5", "2024-H3", "2024-02-30", "last year"]
+    "text",
+    [
+        "Q3 2024",
+        "2024-13",
+        "2024-Q5",
+        "2024-H3",
+        "2024-02-30",
+        "last year",
+        "2024-05-15..2024-05-01",
+        "2024-05-01..2024-02-30",
+    ],
 )
 def test_what_is_not_a_period(text: str) -> None:
     assert period_bounds(text) is None
@@ -952,7 +964,12 @@ def test_a_date_column_under_where_is_sent_to_the_period() -> None:
     r = Requirements(filters=Filters(where={"date": ["2024"]}))
     assert on_values(r, CATEGORIES, DATES) == (
         "filters.where: 'date' is a date column; put the dates in filters.period "
-        '(e.g. "2024", "2024-Q3", "2024-03")'
+        '(e.g. "2024", "2024-Q3", "2024-03", "2024-05-01..2024-05-15")'
+    )
+    # With a period (the question's, `with_named_period`), the dates written as values go.
+    dated = Requirements(filters=Filters(where={"date": ["2024-05-01"]}, period="2024-05"))
+    assert on_values(dated, CATEGORIES, DATES) == dated.model_copy(
+        update={"filters": Filters(period="2024-05")}
     )
 
 
@@ -1108,6 +1125,10 @@ async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
         ("sales in the 4th quarter of 2023", "2023-Q4"),
         ("units sold in March 2024", "2024-03"),
         ("revenue for 2024-07", "2024-07"),
+        # Dates written as such: the days from one to the other, or the one day.
+        ("How much revenue came in from 2024-05-01 through 2024-05-15?", "2024-05-01..2024-05-15"),
+        ("revenue between 2024-06-30 and 2024-06-01", "2024-06-01..2024-06-30"),
+        ("units sold on 2024-03-15", "2024-03-15"),
         # Two years compare them; two quarters of one year are not one period.
         ("By how much did total revenue grow from 2023 to 2024, in percent?", None),
         ("compare Q1 and Q2 of 2024", None),
@@ -1181,6 +1202,31 @@ async def test_a_question_read_as_asking_for_nothing_is_asked_for_its_total(
     assert "analysis.total: the question asks for nothing else" in requirements.filled
     half = sales[(sales.date >= "2024-07-01") & (sales.date <= "2024-12-31")]
     assert str(round(half.revenue.sum(), 2)) in (end.answer or "")
+
+
+async def test_days_from_one_date_to_another_are_the_period(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B wrote the two dates under `where` (with the year as the period, then none),
+    and the run fell back to `react`: the dates the question writes are the period, and the
+    dates written as values go."""
+    question = "How much revenue came in from 2024-05-01 through 2024-05-15?"
+    read = asked(
+        analysis=["total"],
+        time={"column": "date", "grain": "day"},
+        filters={"where": {"date": ["2024-05-01", "2024-05-15"]}, "period": "2024"},
+    )
+    events, _ = await run(default_workspace, tmp_path, question, intent("summary"), read, NO_CHANGE)
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert not of(events, PlannerFallbackEvent)
+    (requirements,) = of(events, RequirementsEvent)
+    assert requirements.requirements["filters"] == {
+        "where": {},
+        "period": "2024-05-01..2024-05-15",
+    }
+    days = sales[(sales.date >= "2024-05-01") & (sales.date <= "2024-05-15")]
+    assert (end.answer or "").startswith(f"Total revenue: {money(days.revenue.sum())}.")
 
 
 async def test_growth_between_two_years_is_computed_not_left_to_the_model(

@@ -46,6 +46,7 @@ def test_load_lists_the_category_columns_values(use: Any, sales: pd.DataFrame) -
         ("2024-02-29", "2024-02-29", "2024-03-01"),
         ("2024-H2", "2024-07-01", "2025-01-01"),
         ("2023-h1", "2023-01-01", "2023-07-01"),
+        ("2024-05-01..2024-05-15", "2024-05-01", "2024-05-16"),
     ],
 )
 def test_a_period_keeps_its_dates(
@@ -95,8 +96,17 @@ def test_categories_and_dates_together(
         ({"period": "2022"}, "its dates run from 2023-01-01 to 2024-12-31"),
         ({"period": "Q3 2024"}, "period 'Q3 2024' is not a year, half, quarter, month or day"),
         ({"start": "March"}, "start 'March' is not a date"),
+        ({"period": "2024-05-15..2024-05-01"}, "period '2024-05-15..2024-05-01' ends before it"),
     ],
-    ids=["nothing", "unknown-value", "unknown-column", "no-dates", "bad-period", "bad-start"],
+    ids=[
+        "nothing",
+        "unknown-value",
+        "unknown-column",
+        "no-dates",
+        "bad-period",
+        "bad-start",
+        "backwards-range",
+    ],
 )
 def test_refusals_name_what_exists(use: Any, arguments: dict[str, Any], message: str) -> None:
     with pytest.raises(ToolError) as caught:

@@ -1,6 +1,7 @@
 """Internal. The periods of the pipeline's `filters` vocabulary, as `filter_rows` reads them: a
-year "2024", a half "2024-H2", a quarter "2024-Q3", a month "2024-03", a day "2024-03-15"; and
-the period a question names in words ("the second half of 2024", "Q3 2024", "in March 2024")."""
+year "2024", a half "2024-H2", a quarter "2024-Q3", a month "2024-03", a day "2024-03-15", days
+from one to another "2024-05-01..2024-05-15"; and the period a question names in words ("the
+second half of 2024", "Q3 2024", "in March 2024", "from 2024-05-01 through 2024-05-15")."""
 
 from __future__ import annotations
 
@@ -18,11 +19,20 @@ _MONTHS = [
 _ORDINALS = ["first", "second", "third", "fourth"]
 _NTH = ["1st", "2nd", "3rd", "4th"]
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
+_DAY = re.compile(r"(?<![\d.])((?:19|20)\d{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))(?![\d.])")
+_RANGE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})$")
 
 
 def period_bounds(period: str) -> tuple[date, date] | None:
     """The first and last day of a period ("2024", "2024-H2", "2024-Q3", "2024-03",
-    "2024-03-15"); None for text that is not one."""
+    "2024-03-15", "2024-05-01..2024-05-15"); None for text that is not one."""
+    days = _RANGE.match(period.strip())
+    if days is not None:
+        try:
+            start, end = date.fromisoformat(days[1]), date.fromisoformat(days[2])
+        except ValueError:
+            return None
+        return (start, end) if start <= end else None
     match = _PERIOD.match(period.strip().upper())
     if match is None:
         return None
@@ -48,7 +58,11 @@ def period_bounds(period: str) -> tuple[date, date] | None:
 
 def period_cued(period: str, question: str) -> bool:
     """`question` (lowercase) names `period`: its year, and its half, quarter or month; and
-    no other year (the 1.5B kept "2024" of "from 2023 to 2024", which compares the two)."""
+    no other year (the 1.5B kept "2024" of "from 2023 to 2024", which compares the two); a
+    range of days, both its days."""
+    days = _RANGE.match(period.strip())
+    if days is not None:
+        return days[1] in question and days[2] in question
     match = _PERIOD.match(period.strip().upper())
     if match is None or years_named(question) != [match["year"]]:
         return False
@@ -68,7 +82,14 @@ def years_named(question: str) -> list[str]:
 def named_period(question: str) -> str | None:
     """The one period `question` (lowercase) names, in the vocabulary's form; None when it
     names none, or periods of more than one year ("from 2023 to 2024" is a comparison, not a
-    filter). A half, quarter or month of that year is the period when exactly one is named."""
+    filter). A half, quarter or month of that year is the period when exactly one is named;
+    two dates written as such ("2024-05-01 through 2024-05-15") are the days from one to the
+    other, and one is that day (a month's number in it is no month)."""
+    days: list[str] = sorted(set(_DAY.findall(question)))
+    if len(days) == 2:
+        return f"{days[0]}..{days[1]}"
+    if len(days) == 1:
+        return days[0]
     years = years_named(question)
     if len(years) != 1:
         return None

@@ -64,7 +64,7 @@ class Filters(BaseModel):
     """Category column → the values kept (`{"product_category": ["Electronics"]}`)."""
     period: str | None = None
     """The dates kept: a year "2024", a half "2024-H2", a quarter "2024-Q3", a month
-    "2024-03", a day "2024-03-15"."""
+    "2024-03", a day "2024-03-15", days from one to another "2024-05-01..2024-05-15"."""
 
     def __bool__(self) -> bool:
         return bool(self.where) or self.period is not None
@@ -155,10 +155,12 @@ def on_values(
     where: dict[str, list[str]] = {}
     for column, values in r.filters.where.items():
         known = list((categories or {}).get(column, []))
+        if column in dates and r.filters.period is not None:
+            continue  # the dates written as values: the period (the question's) holds them
         if column in dates:
             return (
                 f"filters.where: {column!r} is a date column; put the dates in "
-                f'filters.period (e.g. "2024", "2024-Q3", "2024-03")'
+                f'filters.period (e.g. "2024", "2024-Q3", "2024-03", "2024-05-01..2024-05-15")'
             )
         if not known:
             continue  # no list of values to hold it to: the filter step says if it is wrong
@@ -177,7 +179,8 @@ def on_values(
         if bounds is None:
             return (
                 f'filters.period: {r.filters.period!r} is not a period; write a year "2024", '
-                f'a half "2024-H2", a quarter "2024-Q3", a month "2024-03" or a day "2024-03-15"'
+                f'a half "2024-H2", a quarter "2024-Q3", a month "2024-03", a day "2024-03-15" '
+                f'or days from one to another "2024-05-01..2024-05-15"'
             )
         if not _in_data(bounds, dates):
             lo, hi = _spans(dates)[0]
@@ -185,7 +188,8 @@ def on_values(
                 f"filters.period: the data has no dates in {period}; "
                 f"its dates run from {lo} to {hi}"
             )
-    filters = Filters(where={**r.filters.where, **where}, period=period)
+    kept = {c: vs for c, vs in r.filters.where.items() if c not in dates}
+    filters = Filters(where={**kept, **where}, period=period)
     return r.model_copy(update={"filters": filters})
 
 
