@@ -1129,6 +1129,7 @@ async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
         ("How much revenue came in from 2024-05-01 through 2024-05-15?", "2024-05-01..2024-05-15"),
         ("revenue between 2024-06-30 and 2024-06-01", "2024-06-01..2024-06-30"),
         ("units sold on 2024-03-15", "2024-03-15"),
+        ("revenue since 2024-03-15", None),
         # Two years compare them; two quarters of one year are not one period.
         ("By how much did total revenue grow from 2023 to 2024, in percent?", None),
         ("compare Q1 and Q2 of 2024", None),

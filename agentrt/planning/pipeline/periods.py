@@ -20,6 +20,7 @@ _ORDINALS = ["first", "second", "third", "fourth"]
 _NTH = ["1st", "2nd", "3rd", "4th"]
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
 _DAY = re.compile(r"(?<![\d.])((?:19|20)\d{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))(?![\d.])")
+_OPEN = re.compile(r"\b(?:since|after|before|until|till|from|starting|through|up to)\b")
 _RANGE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})$")
 
 
@@ -84,12 +85,13 @@ def named_period(question: str) -> str | None:
     names none, or periods of more than one year ("from 2023 to 2024" is a comparison, not a
     filter). A half, quarter or month of that year is the period when exactly one is named;
     two dates written as such ("2024-05-01 through 2024-05-15") are the days from one to the
-    other, and one is that day (a month's number in it is no month)."""
+    other, and one is that day unless it bounds an open range ("since 2024-05-01": none of
+    this vocabulary's periods); a month's number in a date is no month."""
     days: list[str] = sorted(set(_DAY.findall(question)))
     if len(days) == 2:
         return f"{days[0]}..{days[1]}"
     if len(days) == 1:
-        return days[0]
+        return None if _OPEN.search(question) else days[0]
     years = years_named(question)
     if len(years) != 1:
         return None
