@@ -254,7 +254,6 @@ class _Pipeline:
             "outputs": list(get_args(Output)),
             "grain": list(get_args(Grain)),
         }
-        columns = list(dataset.get(self.protocol.columns, {}))
         dates = dataset.get(self.protocol.date_columns) or {}
         categories = self._categories(dataset)
         problem: str | None = None
@@ -275,25 +274,8 @@ class _Pipeline:
             if isinstance(asked, Invalid):
                 found = str(asked.error)
             else:
-                # What the question gives no cue for is dropped before anything is checked:
-                # an invented grouping or filter is never demanded of the model again.
-                asked, dropped = without_uncued(
-                    asked, self.task.query, self.registry.cues, categories
-                )
-                asked, named = columns_in_names(asked, columns)
-                measures = [c for c in columns if c not in categories and c not in dates]
-                asked, metric = metrics_in_question(asked, self.task.query, measures)
-                asked, grain = grain_in_group_by(asked, columns, list(dates))
-                asked, moved = where_by_values(asked, categories)
-                asked, values = with_named_values(asked, self.task.query, categories)
-                asked, period = with_named_period(asked, self.task.query, dates)
-                moved = [*named, *metric, *grain, *moved, *values, *period]
-                if problem is not None:  # the model was told once what the columns are
-                    asked, ungrouped = groups_in_columns(asked, columns)
-                    dropped += ungrouped
-                found = on_columns(asked, columns)
-                if isinstance(found, Requirements):
-                    found = on_values(found, categories, dates)
+                told = problem is not None
+                found, dropped, moved = self._mended(asked, dataset, categories, told=told)
             if isinstance(found, Requirements):
                 break
             problem = found
@@ -311,6 +293,40 @@ class _Pipeline:
             filled=[*moved, *filled],
         )
         return found
+
+    def _mended(
+        self,
+        asked: Requirements,
+        dataset: dict[str, Any],
+        categories: dict[str, list[str]],
+        *,
+        told: bool,
+    ) -> tuple[Requirements | str, list[str], list[str]]:
+        """A reading with what is safe to repair repaired and held to the data: the
+        requirements or what is wrong, what was dropped, and what was filled or moved.
+
+        :param told: the model was told once what was wrong (and shown the columns)
+        """
+        columns = list(dataset.get(self.protocol.columns, {}))
+        dates = dataset.get(self.protocol.date_columns) or {}
+        query = self.task.query
+        # What the question gives no cue for is dropped before anything is checked: an
+        # invented grouping or filter is never demanded of the model again.
+        asked, dropped = without_uncued(asked, query, self.registry.cues, categories)
+        asked, named = columns_in_names(asked, columns)
+        measures = [c for c in columns if c not in categories and c not in dates]
+        asked, metric = metrics_in_question(asked, query, measures)
+        asked, grain = grain_in_group_by(asked, columns, list(dates))
+        asked, moved = where_by_values(asked, categories)
+        asked, values = with_named_values(asked, query, categories)
+        asked, period = with_named_period(asked, query, dates)
+        if told:
+            asked, ungrouped = groups_in_columns(asked, columns)
+            dropped += ungrouped
+        found = on_columns(asked, columns)
+        if isinstance(found, Requirements):
+            found = on_values(found, categories, dates)
+        return found, dropped, [*named, *metric, *grain, *moved, *values, *period]
 
     def _categories(self, dataset: dict[str, Any]) -> dict[str, list[str]]:
         """Each category column's values, as the loaded dataset lists them (if it does)."""
