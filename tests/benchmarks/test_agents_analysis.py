@@ -229,6 +229,15 @@ class TestReading:
         assert not bench.states_number("the peak was on 2024-06-16, then 2024Q4", 16.14)
         assert bench.states_number("2024-06-16: 16.1 % of days", 16.14)
 
+    def test_the_data_s_own_rows_in_an_answer_state_nothing(self, bench: ModuleType) -> None:
+        """A tool's preview of the loaded rows is input, not a result: its `"units": 16` is no
+        16.14 %; a result's rows (a total's frame) still count."""
+        want = bench.Expected("number", numbers=(16.14,), percent=True)
+        preview = '{"frame": "data", "rows": 9, "head": [{"units": 16, "revenue": 5.0}]}'
+        assert bench.check(preview, want) == (False, "no number near 16.14 %")
+        total = '{"frame": "totals", "rows": 1, "head": [{"share": 16.14}]}'
+        assert bench.check(total, want) == (True, "")
+
     def test_labels_in_the_forms_models_write(self, bench: ModuleType) -> None:
         months = [f"2024-{m:02d}" for m in range(1, 13)]
         assert bench.mentions("December 2024, then Oct 2024", "month", months, None) == [
