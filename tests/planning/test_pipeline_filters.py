@@ -1145,9 +1145,10 @@ def test_the_period_a_question_names(question: str, period: str | None) -> None:
 @pytest.mark.parametrize(
     ("question", "held", "period"),
     [
-        # Left out, or written as its year only: the question's period.
+        # Left out, or written as a period holding it: the question's period.
         ("What was our revenue in the second half of 2024?", None, "2024-H2"),
         ("What was our revenue in the second half of 2024?", "2024", "2024-H2"),
+        ("revenue from 2024-05-01 through 2024-05-15?", "2024-05", "2024-05-01..2024-05-15"),
         # A period the model wrote otherwise is the cue check's to judge, not replaced.
         ("What was our revenue in the second half of 2024?", "2024-Q4", "2024-Q4"),
         # A number that reads as a year the data does not hold is no period.
@@ -1230,6 +1231,25 @@ async def test_days_from_one_date_to_another_are_the_period(
     assert (end.answer or "").startswith(f"Total revenue: {money(days.revenue.sum())}.")
 
 
+async def test_growth_read_over_a_template_without_totals_gets_them(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's reading of the growth question: the distribution template, a trend by year.
+    The years compared are compared by their totals, so the aggregate the plan lacked is
+    completed and the answer states the percent change."""
+    read = asked(time={"column": "date", "grain": "year"}, analysis=["trend"])
+    question = "By how much did total revenue grow from 2023 to 2024, in percent?"
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("distribution"), read, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert not of(events, PlannerFallbackEvent)
+    by_year = sales.groupby(sales.date.dt.year)["revenue"].sum()
+    growth = (by_year[2024] / by_year[2023] - 1) * 100
+    assert f"({growth:+,.2f} %)" in (end.answer or "")
+
+
 async def test_growth_between_two_years_is_computed_not_left_to_the_model(
     default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
@@ -1246,6 +1266,7 @@ async def test_growth_between_two_years_is_computed_not_left_to_the_model(
     assert of(events, RequirementsEvent)[0].filled == [
         "time.column=date: a trend needs a date column, and the data has one",
         "time.grain=year: the question compares years",
+        "analysis.total: the years compared are compared by their totals",
     ]
     assert called(events) == [
         "load_dataset",

@@ -208,16 +208,21 @@ def with_named_period(
     r: Requirements, query: str, dates: Mapping[str, Mapping[str, object]]
 ) -> tuple[Requirements, list[str]]:
     """The period `query` names in words, kept as the filter the model left out or wrote
-    less precisely (its year only), and a note of it: the 1.5B wrote no period for "the
-    second half of 2024" (issue 24). Only a period within the data's dates: a number such
-    as "above 2000" is not taken for a year the data lacks."""
+    less precisely (a period holding it: its year, the month of a range of days), and a note
+    of it: the 1.5B wrote no period for "the second half of 2024" (issue 24), and "2024-05"
+    for "from 2024-05-01 through 2024-05-15". Only a period within the data's dates: a number
+    such as "above 2000" is not taken for a year the data lacks."""
     named = named_period(query.lower())
     bounds = period_bounds(named) if named else None
     held = r.filters.period
     if named is None or bounds is None or not _in_data(bounds, dates):
         return r, []
-    if held is not None and (held.strip().upper() == named or held.strip() != named[:4]):
-        return r, []
+    if held is not None:
+        wider = period_bounds(held)
+        if wider is None or held.strip().upper() == named.upper():
+            return r, []
+        if not wider[0] <= bounds[0] <= bounds[1] <= wider[1]:
+            return r, []
     filters = r.filters.model_copy(update={"period": named})
     note = f"filters.period={named}: named in the question"
     return r.model_copy(update={"filters": filters}), [note]
@@ -359,9 +364,9 @@ def with_time_column(
     """A trend, years compared ("from 2023 to 2024") or a grain ("daily") needs a time column:
     when the question asks for one and the model named none, the dataset's only date column
     (of `dates`) is it. Years compared with no grain named are compared by year, not by the
-    month the data's span would choose (the 1.5B's growth question got 24 months). A
-    question read as asking for no analysis at all is asked for its totals (per period, when
-    it names one)."""
+    month the data's span would choose (the 1.5B's growth question got 24 months), by their
+    totals. A question read as asking for no analysis at all is asked for its totals (per
+    period, when it names one)."""
     years = len(years_named(query.lower())) >= 2
     notes: list[str] = []
     time = r.time
@@ -379,6 +384,11 @@ def with_time_column(
         time = time.model_copy(update={"grain": "year"})
         notes.append("time.grain=year: the question compares years")
     analysis = r.analysis
+    if years and time.column is not None and "total" not in analysis:
+        # "By how much did revenue grow from 2023 to 2024?": the 1.5B read a trend, and over a
+        # template with no aggregate the plan drew a line and computed no year's total.
+        analysis = [*analysis, "total"]
+        notes.append("analysis.total: the years compared are compared by their totals")
     if not analysis:
         # "Which month had the highest revenue?": the 1.5B read a month grain and no analysis
         # (its "trend" had no cue), and the plan computed nothing per month; "what was our
