@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -428,7 +428,8 @@ class SqlGuard:
         """
         policy = self.policy
         started = time.monotonic()
-        writes = self.check(sql).tree.key in _ROW_WRITES
+        checked = self.check(sql)
+        writes = checked.tree.key in _ROW_WRITES
         deadline = started + policy.timeout
         with (
             self._fenced() as (connection, denied),
@@ -444,7 +445,7 @@ class SqlGuard:
                 )
             except sqlite3.Error as exc:
                 timed_out = watchdog.fired or time.monotonic() > deadline
-                raise self._failure(exc, denied, timed_out=timed_out) from None
+                raise self._failure(exc, denied, checked, timed_out=timed_out) from None
             columns = [d[0] for d in cursor.description or ()]
         return QueryResult(
             sql=sql,
@@ -456,8 +457,12 @@ class SqlGuard:
             note="; ".join(fetched.notes) or None,
         )
 
-    def _failure(self, exc: sqlite3.Error, denied: list[str], *, timed_out: bool) -> ToolError:
-        """The error the model reads for a statement SQLite stopped."""
+    def _failure(
+        self, exc: sqlite3.Error, denied: list[str], checked: CheckedStatement, *, timed_out: bool
+    ) -> ToolError:
+        """The error the model reads for a statement SQLite stopped. A column that does not
+        exist comes with the columns that do: told only "no such column: track_name", the 1.5B
+        wrote the same query again until its budget was spent (issue 24)."""
         if denied:
             return QueryRefused(f"SQLite refused the statement: {'; '.join(denied)}")
         if timed_out and "interrupt" in str(exc):
@@ -471,6 +476,8 @@ class SqlGuard:
                 f"{self.policy.max_built_bytes:,} bytes (the policy's max_built_bytes); take "
                 f"less of it (substr, length) or leave it out"
             )
+        if str(exc).startswith("no such column"):
+            return ToolError(f"SQLite error: {exc}; {self._column_names(checked.tables)}")
         return ToolError(f"SQLite error: {exc}")
 
     async def aexecute(self, sql: str) -> QueryResult:
@@ -605,6 +612,20 @@ class SqlGuard:
 
     def _table_list(self) -> str:
         return "the tables that may be read are " + ", ".join(sorted(self._tables.values()))
+
+    def _column_names(self, tables: Iterable[str]) -> str:
+        """The columns of `tables` that may be read, as the schema spells them."""
+        listed = []
+        for name in sorted(tables):
+            table = self.schema.table(name)
+            if table is None:
+                continue
+            allowed = self._columns.get(name)
+            columns = [
+                c.name for c in table.columns if allowed is None or c.name.casefold() in allowed
+            ]
+            listed.append(f"the columns of {name} are {', '.join(columns)}")
+        return "; ".join(listed)
 
     def _column_list(self, tables: Sequence[str] | set[str]) -> str:
         return "; ".join(

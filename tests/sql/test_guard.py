@@ -72,6 +72,21 @@ class TestReads:
         with pytest.raises(ToolError, match=r"SQLite error: no such column: colour"):
             SqlGuard(shared_shop).execute("SELECT colour FROM products")
 
+    def test_a_missing_column_comes_with_the_columns_there_are(self, shared_shop: Path) -> None:
+        """Told only "no such column", the 1.5B wrote the same query until its budget ran out;
+        a column allow-list keeps the others unnamed."""
+        with sqlite3.connect(shared_shop) as connection:
+            staff = [r[1] for r in connection.execute("PRAGMA table_info(employees)")]
+        guard = SqlGuard(shared_shop)
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT e.wage FROM employees e JOIN stores s ON s.id = e.store_id")
+        assert str(info.value).startswith("SQLite error: no such column: e.wage; ")
+        assert f"the columns of employees are {', '.join(staff)}" in str(info.value)
+        assert "the columns of stores are id, name" in str(info.value)
+        narrow = SqlGuard(shared_shop, GuardPolicy(columns={"employees": ["id", "name"]}))
+        with pytest.raises(ToolError, match=r"; the columns of employees are id, name$"):
+            narrow.execute("SELECT wage FROM employees")
+
     async def test_aexecute_runs_in_a_worker_thread(self, shared_shop: Path) -> None:
         result = await SqlGuard(shared_shop).aexecute("SELECT count(*) FROM sales")
         assert result.rows == [(240,)]
