@@ -306,7 +306,8 @@ class ToolCallEvent(EventBase):
     arguments: dict[str, JsonValue]
     """As the model wrote them (the tool receives them validated, defaults filled in)."""
     format: Literal["tag", "hermes", "json", "native", "plan"]
-    """How the call was written; `plan`: a step of a `dag`, `vm` or `pipeline` plan."""
+    """How the call was written; `plan`: a step of a `dag`, `vm` or `pipeline` plan, or one of
+    a `react` strategy's `first_calls`."""
     depends_on: list[str] = Field(default_factory=list)
     """Calls whose results this one waits for (the edges of a plan); empty in `react`."""
 

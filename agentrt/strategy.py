@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from agentrt._validation import load_yaml, load_yaml_model
 from agentrt.events import PipelineStep
@@ -24,6 +24,7 @@ __all__ = [
     "DagPolicy",
     "DagStrategy",
     "DatasetProtocol",
+    "FirstCall",
     "PipelinePolicy",
     "PipelineStrategy",
     "PipelineVocabulary",
@@ -270,10 +271,33 @@ class ToolTurns(_StrategyBase):
     own says so here."""
 
 
+class FirstCall(BaseModel):
+    """A call a `react` run makes before the model's first turn (`ReactStrategy.first_calls`)."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+
+    tool: str
+    arguments: dict[str, JsonValue] = {}
+    """Each argument's value; `{query}` in a text value is the user's question."""
+
+    def arguments_for(self, query: str) -> dict[str, JsonValue]:
+        # A plain replacement, not `str.format`: a value may hold other braces (JSON, regexes).
+        return {
+            name: value.replace("{query}", query) if isinstance(value, str) else value
+            for name, value in self.arguments.items()
+        }
+
+
 class ReactStrategy(ToolTurns):
     """Stream a turn, run each tool call the moment it closes, repeat."""
 
     planner: Literal["react"] = "react"
+    first_calls: list[FirstCall] = []
+    """Calls made before the model's first turn, as a step of their own, their results in the
+    conversation as if the model had made them, e.g. `ground_schema(question="{query}")` for a
+    database copilot. A call every run must make first is the run's, not the model's, to
+    make: the 1.5B copilot skipped `ground_schema` and guessed at table names (`divorce_rates`
+    for a film's rental rate) until its step budget was spent (issue 24)."""
 
 
 class DagStrategy(ToolTurns):

@@ -269,12 +269,14 @@ class Workspace:
             builtins = s.vm.builtins if isinstance(s, VmStrategy) else []
             after = {} if isinstance(s, PipelineStrategy) else s.after
             needs = [] if isinstance(s, PipelineStrategy) else s.answer_needs
+            first = [c.tool for c in s.first_calls] if isinstance(s, ReactStrategy) else []
             for field, names in (
                 ("tools", [] if s.tools == "all" else s.tools),
                 ("safety", safety),
                 ("vm.builtins", builtins),
                 ("after", [*after, *(t for needed in after.values() for t in needed)]),
                 ("answer_needs", needs),
+                ("first_calls", first),
             ):
                 missing = [t for t in names if t not in self.tools]
                 if missing:
@@ -284,6 +286,13 @@ class Workspace:
                         f"(it has: {', '.join(self.tools)})"
                     )
                     raise WorkspaceError(msg)
+            unoffered = [t for t in first if s.tools != "all" and t not in s.tools]
+            if unoffered:
+                msg = (
+                    f"{path}: field 'first_calls': {', '.join(map(repr, unoffered))} is not "
+                    "among the strategy's tools"
+                )
+                raise WorkspaceError(msg)
             if not isinstance(s, PipelineStrategy) and s.retrieve and s.tools == "all":
                 msg = f"{path}: field 'retrieve': with tools: all, every tool is offered already"
                 raise WorkspaceError(msg)

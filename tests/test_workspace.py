@@ -88,6 +88,21 @@ def test_default_workspace_loads() -> None:
             "description: x\nstep_budget: 2\ninstructions: testing.j2\nanswer_needs: [oracle]\n",
             "field 'answer_needs': no tool named 'oracle' in the workspace",
         ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\n"
+            "first_calls: [{tool: oracle}]\n",
+            "field 'first_calls': no tool named 'oracle' in the workspace",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\ntools: [add]\n"
+            "first_calls: [{tool: echo, arguments: {text: '{query}'}}]\n",
+            "field 'first_calls': 'echo' is not among the strategy's tools",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\nplanner: dag\n"
+            "first_calls: [{tool: echo}]\n",
+            "field 'first_calls' does not apply to the dag planner (only to react)",
+        ),
         ("description: x\nstep_budget: [1\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping of fields, got list"),
     ],
@@ -105,6 +120,9 @@ def test_default_workspace_loads() -> None:
         "vm-builtin",
         "after-tool",
         "answer-needs-tool",
+        "first-call-tool",
+        "first-call-not-offered",
+        "first-call-of-another-planner",
         "yaml",
         "shape",
     ],

@@ -134,7 +134,8 @@ class CallPiece:
     """The call's source text: the whole tag, fence (up to the object's closing brace) or object;
     for a native call, the arguments string; for a plan's step, the step as the plan gives it."""
     format: CallFormat
-    """How the model wrote the call; `plan` for a step of a plan (`dag`, `vm`, `pipeline`)."""
+    """How the model wrote the call; `plan` for a step of a plan (`dag`, `vm`, `pipeline`) or
+    a strategy's first call."""
     id: str | None = None
     """The server's call id (native calls only)."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -58,7 +59,7 @@ from agentrt.parsing import (
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Kernel
 from agentrt.run import ContentChunk, fold_tool_calls
-from agentrt.strategy import ToolTurns
+from agentrt.strategy import ReactStrategy, ToolTurns
 
 __all__ = ["run_react"]
 
@@ -116,6 +117,7 @@ class _ReAct:
         """Tools another one needs the result of: a call of one ends its turn."""
         self.answer_needs: Sequence[str] = rules.answer_needs if rules else ()
         self.calls_only = rules.calls_only if rules else False
+        self.first_calls = rules.first_calls if isinstance(rules, ReactStrategy) else []
         """Every turn must call; the answer is a call of a tool that ends the run."""
         self._founded = not self.answer_needs
         """An answer may be taken: one of `answer_needs` succeeded (or none is named)."""
@@ -179,6 +181,8 @@ class _ReAct:
 
     async def run(self) -> PlannerResult:
         kernel = self.kernel
+        if self.first_calls and any(o.pending for o in await self._make_first_calls()):
+            return kernel.result("needs_approval")
         while (step := kernel.next_step()) is not None:
             self._sync_tools()
             turn = await kernel.turn(step, functools.partial(self._turn, step))
@@ -191,7 +195,7 @@ class _ReAct:
             if ended is not None and ended.ends_run and self._unfounded(step, ended.call_id):
                 ended.observation = self._unfounded_nudge()
                 ended = None
-            self._remember(turn)
+            self._remember("".join(turn.content), turn.calls, turn.outcomes)
             if any(o.pending for o in turn.outcomes):
                 # The turn's other calls ran; the held ones wait for a person (`agent.resume`).
                 return kernel.result("needs_approval")
@@ -209,13 +213,40 @@ class _ReAct:
                 self.messages.append(Message(role="user", content=nudge))
         return kernel.result("budget_exhausted")
 
-    def _remember(self, turn: _Turn) -> None:
-        """The turn and its results, in call order, join the conversation."""
-        self.messages.append(
-            Message(role="assistant", content="".join(turn.content), tool_calls=tuple(turn.calls))
+    async def _make_first_calls(self) -> list[ToolOutcome]:
+        """Make the strategy's `first_calls`, together, as a step that asks the model nothing;
+        they join the conversation as an assistant message of native calls and their results."""
+        step = self.kernel.count_step()
+        executor = self.task.executor
+        calls: list[NativeToolCall] = []
+        async with asyncio.TaskGroup() as tg:
+            batch = Batch(executor, tg)
+            for index, first in enumerate(self.first_calls, 1):
+                arguments = first.arguments_for(self.task.query)
+                raw = json.dumps({"name": first.tool, "arguments": arguments}, ensure_ascii=False)
+                call = NativeToolCall(
+                    id=f"call_{step}_{index}",
+                    name=first.tool,
+                    arguments=canonical_arguments(arguments),
+                )
+                piece = CallPiece(first.tool, arguments, raw, "plan")
+                batch.add(executor.admit(piece, step=step, call_id=str(call.id)))
+                calls.append(call)
+        outcomes = [o for o in batch.outcomes if o is not None]
+        self._founded = self._founded or any(
+            o.status == "ok" and o.name in self.answer_needs for o in outcomes
         )
+        self._remember("", calls, outcomes)
+        return outcomes
+
+    def _remember(
+        self, content: str, calls: Sequence[NativeToolCall], outcomes: list[ToolOutcome]
+    ) -> None:
+        """A turn (its text and native calls) and its results, in call order, join the
+        conversation."""
+        self.messages.append(Message(role="assistant", content=content, tool_calls=tuple(calls)))
         limit = self.task.settings.max_turn_observation_chars
-        observations = share_out([o.observation for o in turn.outcomes], limit)
+        observations = share_out([o.observation for o in outcomes], limit)
         self.messages.extend(
             Message(
                 role="tool",
@@ -224,10 +255,10 @@ class _ReAct:
                 name=o.name,
                 arguments=o.arguments,
             )
-            for o, observation in zip(turn.outcomes, observations, strict=True)
+            for o, observation in zip(outcomes, observations, strict=True)
         )
         self._retry = 0
-        for o in turn.outcomes:
+        for o in outcomes:
             if o.status is None:
                 continue  # refused: never made
             call = f"{o.name}({o.arguments})"

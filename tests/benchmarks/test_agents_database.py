@@ -110,7 +110,8 @@ class TestSameResult:
 
 
 def copilot_script(sql: str, answer: str = "Here is what I found.") -> list[str]:
-    return [call("ground_schema", question="q"), call("run_sql", sql=sql), answer]
+    """A copilot's turns: the run itself calls `ground_schema` first (`first_calls`)."""
+    return [call("run_sql", sql=sql), answer]
 
 
 def pruned_sakila(bench: ModuleType) -> object:
@@ -150,7 +151,6 @@ def sakila_run(
         [
             *copilot_script(task.sql, "27 films."),
             *copilot_script("SELECT COUNT(*) FROM film"),
-            call("ground_schema", question="q"),
             call("run_sql", sql="SELECT COUNT(*) FROM addresses"),
             call("run_sql", sql=other.sql),
             "That many.",

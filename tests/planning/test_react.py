@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from agentrt import (
     StreamInterrupted,
     TextDeltaEvent,
     ToolCallEvent,
+    ToolCallInvalidEvent,
     ToolFinishedEvent,
     ToolStartedEvent,
     Trajectory,
@@ -33,6 +35,7 @@ from agentrt import (
     Workspace,
 )
 from agentrt.models.base import ModelChunk, ModelRequest, TextChunk
+from agentrt.strategy import FirstCall
 from agentrt.trajectory.replay import replay
 from tests.helpers import MakeAgent, call, check_stream, finish, last
 
@@ -483,6 +486,77 @@ class TestNeedsResult:
         assert "unfounded_answer" not in [e.kind for e in events if isinstance(e, GuardEvent)]
         end = last(events)
         assert (end.status, end.answer, end.doubt) == ("ok", "It is 2.", "tools_failed")
+
+
+def first_calls_agent(
+    workspace: Workspace, tmp_path: Path, turns: list[str], *calls: FirstCall
+) -> Agent:
+    """An agent whose `sequenced` strategy (an add needs an echo's result; an answer, an add)
+    makes `calls` before the model's first turn."""
+    strategy = workspace.strategies["sequenced"].model_copy(update={"first_calls": list(calls)})
+    grounded = copy.copy(workspace)
+    grounded.strategies = {**workspace.strategies, "sequenced": strategy}
+    settings = AgentSettings(trajectory_dir=tmp_path)
+    return Agent(workspace=grounded, model=ScriptedModel(turns), settings=settings)
+
+
+class TestFirstCalls:
+    """A strategy's `first_calls`: made by the run before the model's first turn (the database
+    copilot's `ground_schema`, which the 1.5B skipped to guess at table names)."""
+
+    async def test_they_run_first_and_the_model_reads_them_as_its_own(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        echo = FirstCall(tool="echo", arguments={"text": "about {query}"})
+        agent = first_calls_agent(workspace, tmp_path, [call("add", a=1, b=1), "2"], echo)
+        events = [e async for e in agent.run("1 + 1?", strategy="sequenced")]
+        check_stream(events)
+        made = of(events, ToolCallEvent)
+        assert [(e.name, e.step, e.format, e.arguments) for e in made] == [
+            ("echo", 1, "plan", {"text": "about 1 + 1?"}),
+            ("add", 2, "hermes", {"a": 1, "b": 1}),
+        ]
+        assert [e.step for e in of(events, TurnStartedEvent)] == [2, 3]
+        # The add ran: the echo's result came a step before it (`after`), and it founded the
+        # answer (`answer_needs`).
+        assert [e.status for e in of(events, ToolFinishedEvent)] == ["ok", "ok"]
+        first = agent.model.requests[0].messages  # type: ignore[attr-defined]
+        assert [m.role for m in first[-3:]] == ["user", "assistant", "tool"]
+        (written,) = first[-2].tool_calls
+        assert (written.id, written.name) == (first[-1].tool_call_id, "echo")
+        assert json.loads(written.arguments) == {"text": "about 1 + 1?"}
+        assert "about 1 + 1?" in first[-1].content
+        end = last(events)
+        assert (end.status, end.answer, end.doubt, end.steps) == ("ok", "2", None, 3)
+
+    async def test_a_needed_one_founds_the_answer(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        add = FirstCall(tool="add", arguments={"a": 2, "b": 2})
+        agent = first_calls_agent(workspace, tmp_path, ["4"], add)
+        events = [e async for e in agent.run("2 + 2?", strategy="sequenced")]
+        check_stream(events)
+        assert not of(events, GuardEvent)  # no `unfounded_answer`: the add ran
+        assert (last(events).answer, last(events).doubt) == ("4", None)
+
+    async def test_a_bad_one_is_refused_and_the_model_goes_on(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """Arguments the tool's schema refuses are the model's to mend, like its own call's."""
+        add = FirstCall(tool="add", arguments={"a": "{query}", "b": 1})
+        agent = first_calls_agent(
+            workspace, tmp_path, [call("echo", text="x"), call("add", a=1, b=1), "2"], add
+        )
+        events = [e async for e in agent.run("one", strategy="sequenced")]
+        check_stream(events)
+        (refused,) = of(events, ToolCallInvalidEvent)
+        assert (refused.name, refused.step, refused.call_id) == ("add", 1, "call_1_1")
+        ran = [(e.name, e.step, e.status) for e in of(events, ToolFinishedEvent)]
+        assert ran == [("echo", 2, "ok"), ("add", 3, "ok")]
+        told = agent.model.requests[0].messages[-1]  # type: ignore[attr-defined]
+        assert (told.role, told.name) == ("tool", "add")
+        assert told.content.startswith("Error: Invalid arguments for add: a: Input should be")
+        assert (last(events).status, last(events).answer) == ("ok", "2")
 
 
 def calls_only_agent(workspace: Workspace, tmp_path: Path, turns: list[str]) -> Agent:
