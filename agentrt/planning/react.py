@@ -81,10 +81,13 @@ sent back. The 1.5B copilot answered "$100 per night" once its query had been re
 query run, and told so, wrote the right SELECT in a fence, as text, three times (issue 24).
 Past this, the answer is taken (and `run_finished.doubt` says it rests on nothing)."""
 FORCED_TURNS = 3
-"""The turns after an answer is sent back that are held to a call of an `answer_needs` tool
-(`ModelRequest.must_call`) until one succeeds: the 1.5B, free again after one failed query,
-answered in text instead of mending it. A failed call of them makes the next forced turn
-sampled (`ModelRequest.retry`): greedy, it wrote the failing query again."""
+"""The turns at the start of a run, and after an answer is sent back, that are held to a call
+of an `answer_needs` tool or one that asks the user (`ModelRequest.must_call`) until one
+succeeds. At the start: an answer there would be sent back, and the 1.5B copilot, its schema
+read, wrote the right query in a fence with an invented result (1.99 for 0.99), which it
+copied into its answer once the query had run. After a pushback: the 1.5B, free again after
+one failed query, answered in text instead of mending it. A failed call of them makes the next
+forced turn sampled (`ModelRequest.retry`): greedy, it wrote the failing query again."""
 UNFOUNDED_NUDGE = (
     "Not answered yet: an answer must rest on the result of {tools}, and no such call has "
     "succeeded. Call {first} now (if it failed, read its error and fix the call), then answer "
@@ -122,8 +125,9 @@ class _ReAct:
         self._founded = not self.answer_needs
         """An answer may be taken: one of `answer_needs` succeeded (or none is named)."""
         self._pushbacks = 0
-        self._forced = 0
-        """Turns left that must call one of `answer_needs` (`FORCED_TURNS` after a pushback)."""
+        self._forced = FORCED_TURNS if self.answer_needs else 0
+        """Turns left that must call one of `answer_needs` (`FORCED_TURNS` at the start and
+        after a pushback)."""
         self._needed_failures = 0
         """Calls of `answer_needs` tools that failed in the run."""
         # One parser and assembler serve every turn: each starts afresh after `close()`.
@@ -175,6 +179,7 @@ class _ReAct:
         shown = [t for t in tools if t.ends_run or not self._no_fit]
         self.definitions = [t.definition for t in shown]
         self.answer_tools = [t.name for t in shown if t.ends_run]
+        self.asking = [t.name for t in shown if t.asks_user]
         self.messages[0] = Message(
             role="system", content=self.task.prompt("react.j2", self.definitions)
         )
@@ -209,6 +214,10 @@ class _ReAct:
                 answer = "".join(turn.visible).strip()
                 if answer and not self._unfounded(step, f"answer_{step}"):
                     return kernel.result("ok", answer)
+                if answer:
+                    # Sent back, it leaves the conversation: the 1.5B copilot, its query run,
+                    # answered with its earlier text word for word, invented result and all.
+                    self.messages.pop()
                 nudge = self._unfounded_nudge() if answer else EMPTY_TURN_NUDGE
                 self.messages.append(Message(role="user", content=nudge))
         return kernel.result("budget_exhausted")
@@ -340,7 +349,10 @@ class _ReAct:
         if self._forced and not self._founded and not answer_now:
             self._forced -= 1
             offered = {d.name for d in tools}
-            must_call = [n for n in self.answer_needs if n in offered] or must_call
+            needed = [n for n in self.answer_needs if n in offered]
+            must_call = (
+                [*needed, *(n for n in self.asking if n in offered)] if needed else must_call
+            )
             retry = max(retry, self._needed_failures)
         return ModelRequest(
             messages=self.messages,

@@ -436,8 +436,11 @@ class TestNeedsResult:
         assert "Not answered yet: an answer must rest on the result of add" in (
             requests[1].messages[-1].content
         )
-        # The turn after it must call add (a grammar holds the embedded model to it).
-        assert [r.must_call for r in requests] == [[], ["add"], []]
+        if not ending.startswith("<tool_call>"):  # an answer sent back is not read again
+            assert "The sum is 2." not in [m.content for m in requests[1].messages]
+        # Until an add succeeds, a turn must call one (a grammar holds the embedded model to
+        # it); a scripted model may still answer.
+        assert [r.must_call for r in requests] == [["add"], ["add"], []]
         end = last(events)
         assert (end.status, end.answer, end.doubt) == ("ok", "The sum is 2.", None)
 
@@ -461,7 +464,7 @@ class TestNeedsResult:
         events = [e async for e in agent.run("Echo x", strategy="strict")]
         check_stream(events)
         assert [(r.must_call, r.retry) for r in model.requests] == [
-            ([], 0),
+            (["fail", "echo"], 0),
             (["fail", "echo"], 0),
             (["fail", "echo"], 1),  # a needed call failed: sampled
             ([], 0),

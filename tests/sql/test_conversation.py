@@ -62,7 +62,9 @@ def copilot_policy(request: ModelRequest) -> str:
     messages = request.messages
     start = max(i for i, m in enumerate(messages) if m.role == "user")
     query, history, done = messages[start].content, messages[:start], messages[start + 1 :]
-    results = [json.loads(m.content) for m in done if m.role == "tool"]
+    # The run's own first call (`first_calls`) grounds the question; the policy reads it not.
+    results = [json.loads(m.content) for m in done if m.role == "tool" and m.name == "run_sql"]
+    results += [json.loads(m.content) for m in done if m.name == "plot_line"]
     if query == WHO:
         if not results:
             return call("run_sql", sql=TOP_SQL, name="top")
@@ -180,10 +182,12 @@ class TestMemory:
         png = await anyio.Path(str(chart[0]["file"])).read_bytes()
         assert png.startswith(b"\x89PNG")
         sent = second.model.requests[0].messages  # type: ignore[attr-defined]
-        # The first turn whole, its SQL call and result included, then the new question.
+        # The first turn whole, its SQL call and result included, then the new question and
+        # its grounding.
         seen = [(m.role, m.content) for m in sent if m.role != "system"]
         first_turn = [(m.role, m.content) for m in one.messages]
-        assert seen == [*first_turn, ("user", TREND)]
+        assert seen[:-2] == [*first_turn, ("user", TREND)]
+        assert [m.name for m in sent[-1:]] == ["ground_schema"]
         assert first_turn[0] == ("user", WHO)
         assert first_turn[-1] == ("assistant", one.answer)
         assert "tool" in [role for role, _ in first_turn]
@@ -209,10 +213,13 @@ class TestAsk:
         events = [e async for e in agent.run(TREND, session_id="s2", strategy="copilot")]
         check_stream(events)
         asks = [e for e in events if isinstance(e, AskEvent)]
-        assert [(a.step, a.question) for a in asks] == [(1, QUESTION)]
+        # Until a query has run, a turn must query or ask (`answer_needs`, `ask_user`).
+        assert agent.model.requests[0].must_call == ["run_sql", "ask_user"]  # type: ignore[attr-defined]
+        # Step 1 grounds the question (the strategy's `first_calls`); step 2 asks.
+        assert [(a.step, a.question) for a in asks] == [(2, QUESTION)]
         assert events[-2:] == [asks[0], events[-1]]
         end = last(events)
-        assert (end.status, end.answer, end.steps) == ("needs_input", QUESTION, 1)
+        assert (end.status, end.answer, end.steps) == ("needs_input", QUESTION, 2)
 
         resumed = await agent.run(seller, session_id="s2", strategy="copilot")
         assert (resumed.status, resumed.answer) == (
@@ -221,13 +228,14 @@ class TestAsk:
         )
         sent = agent.model.requests[1].messages  # type: ignore[attr-defined]
         seen = [(m.role, m.content) for m in sent if m.role != "system"]
-        # The first run whole: the question, the ask_user call and its result, the question
-        # asked; then the reply.
-        assert [role for role, _ in seen] == ["user", "assistant", "tool", "assistant", "user"]
-        assert (seen[0], seen[2][1], seen[3], seen[4]) == (
+        # The first run whole: the question, its grounding, the ask_user call and its result,
+        # the question asked; then the reply and its grounding.
+        roles = ["user", "assistant", "tool", "assistant", "tool", "assistant", "user"]
+        assert [role for role, _ in seen] == [*roles, "assistant", "tool"]
+        assert (seen[0], seen[4][1], seen[5], seen[6]) == (
             ("user", TREND),
             QUESTION,
             ("assistant", QUESTION),
             ("user", seller),
         )
-        assert '"ask_user"' in seen[1][1]
+        assert '"ask_user"' in seen[3][1]
