@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -22,7 +22,10 @@ from agentrt.exceptions import WorkspaceError
 from agentrt.vectors.cache import embed_cached
 from agentrt.vectors.embedder import Embedder
 
-__all__ = ["CONTEXT_WEIGHT", "Example", "ExampleSelector", "load_examples"]
+if TYPE_CHECKING:
+    from agentrt.sql.guard import SqlGuard
+
+__all__ = ["CONTEXT_WEIGHT", "Example", "ExampleSelector", "fitting", "load_examples"]
 
 CONTEXT_WEIGHT = 0.8
 """How much an earlier turn of the dialogue counts against the current question."""
@@ -68,6 +71,13 @@ def load_examples(folder: Path) -> list[Example]:
             for i, entry in enumerate(entries)
         )
     return examples
+
+
+def fitting(examples: Sequence[Example], guard: SqlGuard) -> list[Example]:
+    """The examples whose SQL would run on the guard's database (those with a plan alone, too).
+    A workspace's examples are written for one database: shown for another, the 1.5B copied
+    their tables (`JOIN sales s` in a database with no `sales`) into every query it wrote."""
+    return [e for e in examples if e.sql is None or guard.prepares(e.sql)]
 
 
 class ExampleSelector:

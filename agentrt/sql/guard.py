@@ -480,6 +480,17 @@ class SqlGuard:
             return ToolError(f"SQLite error: {exc}; {self._column_names(checked.tables)}")
         return ToolError(f"SQLite error: {exc}")
 
+    def prepares(self, sql: str) -> bool:
+        """Whether `sql` would run here: the guard lets it, and SQLite compiles it against this
+        database (every table, column and function it names exists) without running it."""
+        try:
+            self.check(sql)
+            with self._fenced() as (connection, denied):
+                connection.execute(f"EXPLAIN {sql}").close()
+        except (ToolError, sqlite3.Error):
+            return False
+        return not denied
+
     async def aexecute(self, sql: str) -> QueryResult:
         """`execute` in a worker thread."""
         return await anyio.to_thread.run_sync(self.execute, sql)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -11,7 +12,7 @@ import pytest
 
 from agentrt import ToolError, Workspace
 from agentrt.exceptions import QueryRefused, WorkspaceError
-from agentrt.sql.examples import Example, ExampleSelector, load_examples
+from agentrt.sql.examples import Example, ExampleSelector, fitting, load_examples
 from agentrt.sql.grounding import SchemaIndex
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 from agentrt.vectors.embedder import Embedder
@@ -142,6 +143,26 @@ class TestExampleSelector:
         assert ExampleSelector.build(self.EXAMPLES, embedder, tmp_path).embedded == 0
         edited = [*self.EXAMPLES[:2], Example(question="Revenue by month", sql="SELECT 3")]
         assert ExampleSelector.build(edited, embedder, tmp_path).embedded == 1
+
+    def test_only_examples_that_would_run_on_the_database_are_kept(
+        self, copilot: Any, tmp_path: Path
+    ) -> None:
+        """Only the examples whose tables and columns the database has (and plans in words)
+        are shown: the test shop has no customers, and its stores no region."""
+        examples = load_examples(COPILOT / "examples")
+        unfit = ["How many customers live in each city?", "Compare the revenue of the regions"]
+        assert [e.question for e in fitting(examples, copilot.guard)] == [
+            e.question for e in examples if not e.question.startswith(tuple(unfit))
+        ]
+        other = tmp_path / "other.sqlite"
+        with sqlite3.connect(other) as db:
+            db.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, city TEXT)")
+            db.execute("CREATE TABLE products (id INTEGER PRIMARY KEY, list_price NUMERIC)")
+        kept = fitting([*examples, *self.EXAMPLES[2:]], SqlGuard(other))
+        assert [e.question for e in kept] == [
+            "How many customers live in each city?",
+            "Draw the monthly revenue trend",
+        ]
 
     def test_a_bad_examples_file_names_itself(self, tmp_path: Path) -> None:
         (tmp_path / "bad.yaml").write_text("- question: What?\n")

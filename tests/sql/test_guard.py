@@ -87,6 +87,18 @@ class TestReads:
         with pytest.raises(ToolError, match=r"; the columns of employees are id, name$"):
             narrow.execute("SELECT wage FROM employees")
 
+    def test_prepares_says_whether_a_statement_would_run_without_running_it(
+        self, shared_shop: Path
+    ) -> None:
+        guard = SqlGuard(shared_shop, GuardPolicy(timeout=0.2))
+        endless = (
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+        )
+        assert guard.prepares(endless)  # compiled, never run: no timeout
+        assert not guard.prepares("SELECT colour FROM products")
+        assert not guard.prepares("SELECT * FROM suppliers")
+        assert not guard.prepares("DELETE FROM sales")
+
     async def test_aexecute_runs_in_a_worker_thread(self, shared_shop: Path) -> None:
         result = await SqlGuard(shared_shop).aexecute("SELECT count(*) FROM sales")
         assert result.rows == [(240,)]

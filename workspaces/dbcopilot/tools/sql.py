@@ -17,7 +17,7 @@ from typing import Any
 
 from agentrt import ToolContext, ToolError, tool
 from agentrt._validation import load_yaml, load_yaml_model
-from agentrt.sql.examples import ExampleSelector, load_examples
+from agentrt.sql.examples import ExampleSelector, fitting, load_examples
 from agentrt.sql.grounding import SchemaIndex, load_synonyms
 from agentrt.sql.guard import GuardPolicy, SqlGuard
 from agentrt.vectors.embedder import load_embedder
@@ -47,8 +47,10 @@ class Copilot:
         embedder = load_embedder(config.get("embedding_model"))
         grounding = config.get("grounding", {})
         policy = load_yaml_model(path, GuardPolicy, data=config.get("policy", {}), where="policy")
+        guard = SqlGuard(database, policy)
+        examples = fitting(load_examples(WORKSPACE / "examples"), guard)
         return cls(
-            guard=SqlGuard(database, policy),
+            guard=guard,
             index=SchemaIndex.build(
                 database,
                 embedder,
@@ -58,7 +60,7 @@ class Copilot:
                 if config.get("synonyms")
                 else None,
             ),
-            examples=ExampleSelector.build(load_examples(WORKSPACE / "examples"), embedder, cache),
+            examples=ExampleSelector.build(examples, embedder, cache),
             budget=(
                 grounding.get("tables", 3),
                 grounding.get("columns", 10),
