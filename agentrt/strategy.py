@@ -268,7 +268,8 @@ class ToolTurns(_StrategyBase):
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
     told after them, at the end of the one user message that lists them; None keeps the
     model's default (to answer in plain text). A strategy that must end with a tool of its
-    own says so here."""
+    own says so here. With `answer_needs`, it is told only until one of those calls has
+    succeeded; the default follows."""
 
 
 class FirstCall(BaseModel):

@@ -332,6 +332,16 @@ class _ReAct:
             return f"by calling {' or '.join(self.answer_tools)}"
         return "in plain text"
 
+    @property
+    def _results_nudge(self) -> str:
+        """What the model is told after tool results: the strategy's nudge until a call of
+        `answer_needs` has succeeded, then the default (to answer). Told by the copilot's
+        nudge to call run_sql until it had the rows, the 1.5B ran its right query four times
+        over before it answered."""
+        if self.answer_needs and self._founded:
+            return TOOL_RESULTS_NUDGE
+        return self.results_nudge
+
     def _offer(self, step: int, answer_now: bool) -> tuple[list[ToolDefinition], list[str]]:
         """The tools a turn is offered, and those it must call one of (`ModelRequest`)."""
         if not self.calls_only:
@@ -359,7 +369,7 @@ class _ReAct:
             tools=tools,
             weigh_tools=self._may_withhold,
             answer_tools=self.answer_tools,
-            results_nudge=answer_now or self.results_nudge,
+            results_nudge=answer_now or self._results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
             must_call=must_call,
             retry=retry,

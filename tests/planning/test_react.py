@@ -34,7 +34,7 @@ from agentrt import (
     Usage,
     Workspace,
 )
-from agentrt.models.base import ModelChunk, ModelRequest, TextChunk
+from agentrt.models.base import TOOL_RESULTS_NUDGE, ModelChunk, ModelRequest, TextChunk
 from agentrt.strategy import FirstCall
 from agentrt.trajectory.replay import replay
 from tests.helpers import MakeAgent, call, check_stream, finish, last
@@ -471,6 +471,27 @@ class TestNeedsResult:
         ]
         end = last(events)
         assert (end.status, end.answer, end.doubt) == ("ok", "It is x.", None)
+
+    async def test_the_strategys_nudge_lasts_until_a_needed_call_succeeds(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """Then the default one asks for the answer: told to call until it had the rows, the
+        1.5B copilot ran its right query four times over."""
+        nudged = workspace.strategies["sequenced"].model_copy(
+            update={"results_nudge": "Call add.", "after": {}}
+        )
+        strict = copy.copy(workspace)
+        strict.strategies = {**workspace.strategies, "nudged": nudged}
+        turns = [call("echo", text="1"), call("add", a=1, b=1), "2"]
+        model = ScriptedModel(turns)
+        agent = Agent(
+            workspace=strict, model=model, settings=AgentSettings(trajectory_dir=tmp_path)
+        )
+        events = [e async for e in agent.run("1 + 1?", strategy="nudged")]
+        check_stream(events)
+        nudges = [r.results_nudge for r in model.requests]
+        assert nudges == ["Call add.", "Call add.", TOOL_RESULTS_NUDGE]
+        assert last(events).answer == "2"
 
     async def test_twice_sent_back_the_answer_is_taken_with_its_doubt(
         self, make_agent: MakeAgent
