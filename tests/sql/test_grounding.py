@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrt.sql.grounding import NAMED_SCORE, SchemaIndex
+from agentrt.sql.grounding import NAMED_SCORE, GroundedValue, Grounding, SchemaIndex
 from agentrt.vectors.embedder import Embedder
 
 from .shop import make_shop
@@ -210,6 +210,27 @@ class TestGround:
         for other in ("sales", "employees", "stores", "store_staff"):
             assert other not in text
         assert "products.name = 'Desk Lamp'" in text
+
+    def test_a_value_named_word_for_word_stands_alone_in_its_column(self) -> None:
+        """Its column's look-alikes are left out of the prompt; other columns' are kept."""
+        found = [
+            ("genres", "Name", "Alternative", False),
+            ("genres", "Name", "Alternative & Punk", True),
+            ("genres", "Name", "Rock And Roll", False),
+            ("tracks", "Composer", "Foo Fighters", False),
+        ]
+        grounding = Grounding(
+            question="Which tracks are Alternative & Punk?",
+            values=[
+                GroundedValue(table=t, column=c, value=v, literal=literal, score=0.5)
+                for t, c, v, literal in found
+            ],
+        )
+        assert grounding.render().splitlines() == [
+            "Values in the data that match the question:",
+            "genres.Name = 'Alternative & Punk'",
+            "tracks.Composer = 'Foo Fighters'",
+        ]
 
     async def test_aground_and_abuild_run_in_worker_threads(
         self, tmp_path: Path, embedder: Embedder

@@ -127,7 +127,8 @@ class Grounding(BaseModel):
 
     def render(self) -> str:
         """The grounded schema as a prompt shows it: each table with its grounded columns (in
-        the table's order), then the values found."""
+        the table's order), then the values found (of a column with a value the question names
+        word for word, only such values)."""
         lines = []
         by_table: dict[str, list[GroundedColumn]] = defaultdict(list)
         for column in self.columns:
@@ -145,9 +146,14 @@ class Grounding(BaseModel):
                         part += " (inferred, not declared)"
                 parts.append(part)
             lines.append(f"{table.name}({', '.join(parts)})")
-        if self.values:
+        # A column whose value the question names word for word shows that one alone: shown
+        # 'Alternative & Punk' with 'Alternative', 'Rock And Roll' and 'Soundtrack' beside
+        # it, the 1.5B compared the genre with all of them.
+        named = {(v.table, v.column) for v in self.values if v.literal}
+        values = [v for v in self.values if v.literal or (v.table, v.column) not in named]
+        if values:
             lines.append("Values in the data that match the question:")
-            lines += [f"{v.table}.{v.column} = {_sql_string(v.value)}" for v in self.values]
+            lines += [f"{v.table}.{v.column} = {_sql_string(v.value)}" for v in values]
         return "\n".join(lines)
 
 
