@@ -120,8 +120,8 @@ class _ReAct:
         """Tools another one needs the result of: a call of one ends its turn."""
         self.answer_needs: Sequence[str] = rules.answer_needs if rules else ()
         self.calls_only = rules.calls_only if rules else False
-        self.first_calls = rules.first_calls if isinstance(rules, ReactStrategy) else []
         """Every turn must call; the answer is a call of a tool that ends the run."""
+        self.first_calls = rules.first_calls if isinstance(rules, ReactStrategy) else []
         self._founded = not self.answer_needs
         """An answer may be taken: one of `answer_needs` succeeded (or none is named)."""
         self._pushbacks = 0
@@ -233,14 +233,14 @@ class _ReAct:
             for index, first in enumerate(self.first_calls, 1):
                 arguments = first.arguments_for(self.task.query)
                 raw = json.dumps({"name": first.tool, "arguments": arguments}, ensure_ascii=False)
-                call = NativeToolCall(
-                    id=f"call_{step}_{index}",
-                    name=first.tool,
-                    arguments=canonical_arguments(arguments),
-                )
+                call_id = f"call_{step}_{index}"
                 piece = CallPiece(first.tool, arguments, raw, "plan")
-                batch.add(executor.admit(piece, step=step, call_id=str(call.id)))
-                calls.append(call)
+                batch.add(executor.admit(piece, step=step, call_id=call_id))
+                calls.append(
+                    NativeToolCall(
+                        id=call_id, name=first.tool, arguments=canonical_arguments(arguments)
+                    )
+                )
         outcomes = [o for o in batch.outcomes if o is not None]
         self._founded = self._founded or any(
             o.status == "ok" and o.name in self.answer_needs for o in outcomes
