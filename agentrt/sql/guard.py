@@ -66,10 +66,13 @@ from agentrt.sql._fence import (
     instr,
 )
 from agentrt.sql.database import (
+    ForeignKey,
     Schema,
     connect_readonly,
     connect_readwrite,
     database_path,
+    join_route,
+    quote_identifier,
     read_schema,
 )
 
@@ -225,6 +228,9 @@ class SqlGuard:
 
     :param policy: the allow-lists and the limits; defaults read anything, 200 rows, 5 s
     :param constraints: custom checks, run after the built-in ones, in order
+    :param joins: the joins an error may suggest for a column of a table the statement does
+        not read; defaults to the declared foreign keys (a schema index's `joins` adds the
+        inferred ones)
     :raises UserError: no such database, or an allow-list naming a table or column it lacks
     """
 
@@ -233,9 +239,11 @@ class SqlGuard:
         database: str | Path,
         policy: GuardPolicy | None = None,
         constraints: Sequence[Constraint] = (),
+        joins: Sequence[ForeignKey] | None = None,
     ) -> None:
         self.path = database_path(database)
         self.schema: Schema = read_schema(self.path)
+        self.joins = self.schema.foreign_keys if joins is None else list(joins)
         self.policy = policy or GuardPolicy()
         self.constraints = list(constraints)
         self._tables = self._allowed_tables()
@@ -460,9 +468,7 @@ class SqlGuard:
     def _failure(
         self, exc: sqlite3.Error, denied: list[str], checked: CheckedStatement, *, timed_out: bool
     ) -> ToolError:
-        """The error the model reads for a statement SQLite stopped. A column that does not
-        exist comes with the columns that do: told only "no such column: track_name", the 1.5B
-        wrote the same query again until its budget was spent (issue 24)."""
+        """The error the model reads for a statement SQLite stopped."""
         if denied:
             return QueryRefused(f"SQLite refused the statement: {'; '.join(denied)}")
         if timed_out and "interrupt" in str(exc):
@@ -477,8 +483,63 @@ class SqlGuard:
                 f"less of it (substr, length) or leave it out"
             )
         if str(exc).startswith("no such column"):
-            return ToolError(f"SQLite error: {exc}; {self._column_names(checked.tables)}")
+            return ToolError(f"SQLite error: {exc}; {self._missing_column(str(exc), checked)}")
         return ToolError(f"SQLite error: {exc}")
+
+    def _missing_column(self, error: str, checked: CheckedStatement) -> str:
+        """What there is instead of a missing column: the columns of the tables the statement
+        reads and, where another table has that column, how to join it. Told only "no such
+        column: track_name", the 1.5B sent the same query again until its budget was spent;
+        told the columns there are, it still sent `SELECT region_name FROM countries` again
+        (issue 24): the column was one of a table it had not joined."""
+        hints = [self._column_names(checked.tables)]
+        name = error.partition(":")[2].strip().rpartition(".")[2]
+        aliases = _aliases(checked.tree, self._tables)
+        for column, table, route in self._tables_having(name, checked.tables):
+            if route is None:
+                hints.append(f"{column} is a column of {table}")
+            else:
+                hints.append(
+                    f"{column} is a column of {table}, which the query does not read: "
+                    f"{_join_clauses(route, aliases)}, then read "
+                    f"{_identifier(table)}.{_identifier(column)}"
+                )
+        return "; ".join(h for h in hints if h)
+
+    def _tables_having(
+        self, name: str, read: frozenset[str]
+    ) -> list[tuple[str, str, list[ForeignKey] | None]]:
+        """The tables other than `read` with a readable column `name` (as they spell it), the
+        nearest first, each with the keys that join it to `read` (None: no readable route); at
+        most `_JOIN_HINTS`, and none reached through another (genres.GenreId, through tracks)."""
+        readable = set(self._tables.values())
+        found = []
+        for table in sorted(readable - read):
+            if (column := self._readable_column(table, name)) is not None:
+                route = join_route(self.joins, read, table, readable)
+                joinable = route is not None and all(map(self._joinable, route))
+                found.append((column, table, route if joinable else None))
+        found.sort(key=lambda f: len(f[2]) if f[2] is not None else len(readable))
+        kept: list[tuple[str, str, list[ForeignKey] | None]] = []
+        for column, table, route in found:
+            through = {t for key in route or () for t in (key.table, key.ref_table)}
+            if len(kept) < _JOIN_HINTS and not through & {t for _, t, _ in kept}:
+                kept.append((column, table, route))
+        return kept
+
+    def _readable_column(self, table: str, name: str) -> str | None:
+        """The schema's spelling of column `name` of `table`, if a statement may read it."""
+        found = schema_table.column(name) if (schema_table := self.schema.table(table)) else None
+        allowed = self._columns.get(table)
+        if found is None or (allowed is not None and found.name.casefold() not in allowed):
+            return None
+        return found.name
+
+    def _joinable(self, key: ForeignKey) -> bool:
+        return bool(
+            self._readable_column(key.table, key.column)
+            and self._readable_column(key.ref_table, key.ref_column)
+        )
 
     def prepares(self, sql: str) -> bool:
         """Whether `sql` would run here: the guard lets it, and SQLite compiles it against this
@@ -704,6 +765,44 @@ def _kind(node: exp.Expr) -> str:
         word = node.key.upper()
     article = "an" if word[:1] in "AEIOU" else "a"
     return f"{article} {word} statement"
+
+
+_JOIN_HINTS = 3
+"""At most this many other tables named for a missing column ("name" is in most of them)."""
+
+
+def _aliases(tree: exp.Expr, tables: Mapping[str, str]) -> dict[str, str]:
+    """The schema's name of each table `tree` reads → what the statement calls it."""
+    from sqlglot import exp
+
+    named: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        if real := tables.get(table.name.casefold()):
+            named.setdefault(real, table.alias_or_name)
+    return named
+
+
+def _join_clauses(route: Sequence[ForeignKey], aliases: Mapping[str, str]) -> str:
+    """`JOIN … ON …` for each key of `route`, from a table the statement reads (as it names it)
+    to the last table."""
+    named = dict(aliases)
+    clauses = []
+    for key in route:
+        new, new_column, old, old_column = (
+            (key.table, key.column, key.ref_table, key.ref_column)
+            if key.ref_table in named
+            else (key.ref_table, key.ref_column, key.table, key.column)
+        )
+        named[new] = new
+        clauses.append(
+            f"JOIN {_identifier(new)} ON {_identifier(new)}.{_identifier(new_column)} = "
+            f"{_identifier(named[old])}.{_identifier(old_column)}"
+        )
+    return " ".join(clauses)
+
+
+def _identifier(name: str) -> str:
+    return name if name.isidentifier() else quote_identifier(name)
 
 
 def _first_line(exc: Exception) -> str:

@@ -73,6 +73,30 @@ class TestTools:
         assert grounding.contains(values=["products.name=Desk Lamp"])
         assert grounding.values[0].literal
 
+    def test_a_missing_column_names_an_inferred_join(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """The copilot's guard suggests the joins its schema index found, declared or not."""
+        database = tmp_path / "world.sqlite"
+        with sqlite3.connect(database) as connection:
+            connection.executescript(
+                "CREATE TABLE country (code TEXT PRIMARY KEY, name TEXT, continent TEXT);"
+                "CREATE TABLE city (id INTEGER PRIMARY KEY, name TEXT, country_code TEXT);"
+                "INSERT INTO country VALUES ('FR', 'France', 'Europe');"
+                "INSERT INTO city VALUES (1, 'Lyon', 'FR');"
+            )
+        connection.close()
+        config = tmp_path / "copilot.yaml"
+        config.write_text(f"database: {database}\n")
+        module = sys.modules[workspace.tools["run_sql"].fn.__module__]
+        ctx = tool_context({"copilot": module.Copilot.from_config(config)}, tmp_path)
+        with pytest.raises(ToolError) as caught:
+            workspace.tools["run_sql"].fn(ctx, sql="SELECT name, continent FROM city")
+        assert str(caught.value).endswith(
+            "continent is a column of country, which the query does not read: "
+            "JOIN country ON country.code = city.country_code, then read country.continent"
+        )
+
     def test_run_sql_summarises_within_bounds_and_keeps_the_table(
         self, workspace: Workspace, copilot: Any, tmp_path: Path
     ) -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agentrt.exceptions import QueryRefused, QueryTimeout, ToolError, UserError
 from agentrt.sql._fence import WATCHDOG_THREAD
+from agentrt.sql.database import infer_joins, read_schema
 from agentrt.sql.guard import (
     CheckedStatement,
     GuardPolicy,
@@ -86,6 +87,89 @@ class TestReads:
         narrow = SqlGuard(shared_shop, GuardPolicy(columns={"employees": ["id", "name"]}))
         with pytest.raises(ToolError, match=r"; the columns of employees are id, name$"):
             narrow.execute("SELECT wage FROM employees")
+
+    def test_a_column_of_another_table_comes_with_the_join_to_it(self, shared_shop: Path) -> None:
+        """Told the columns of countries, the 1.5B sent `SELECT region_name FROM countries`
+        again: the column was one of a table it had not joined. The join is written as the query
+        names its tables, and it runs."""
+        guard = SqlGuard(shared_shop)
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT city FROM employees")
+        assert str(info.value).endswith(
+            "; city is a column of stores, which the query does not read: "
+            "JOIN stores ON stores.id = employees.store_id, then read stores.city"
+        )
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT s.city, count(*) FROM sales s GROUP BY 1")
+        join = (
+            "JOIN employees ON employees.id = s.employee_id "
+            "JOIN stores ON stores.id = employees.store_id"
+        )
+        assert f"which the query does not read: {join}, then read stores.city" in str(info.value)
+        result = guard.execute(f"SELECT stores.city, count(*) FROM sales s {join} GROUP BY 1")
+        assert sorted(result.rows) == [("  Porto ", 60), ("Leeds", 60), ("Lyon", 120)]
+
+    def test_no_join_is_named_through_a_column_that_may_not_be_read(
+        self, shared_shop: Path
+    ) -> None:
+        guard = SqlGuard(shared_shop, GuardPolicy(columns={"employees": ["id", "name"]}))
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT city FROM sales")
+        assert str(info.value).endswith("; city is a column of stores")  # not via store_id
+        hidden = SqlGuard(shared_shop, GuardPolicy(columns={"stores": ["id", "name"]}))
+        with pytest.raises(ToolError) as info:
+            hidden.execute("SELECT city FROM employees")
+        assert "stores" not in str(info.value)
+
+    def test_the_join_named_is_the_nearest_the_declared_or_given_keys_make(
+        self, tmp_path: Path
+    ) -> None:
+        """Of two keys to language, the one named like its column; genres.GenreId is not named
+        past tracks.GenreId; an inferred join is named only when the guard is given it."""
+        path = tmp_path / "films.sqlite"
+        with sqlite3.connect(path) as connection:
+            connection.executescript(
+                """
+                CREATE TABLE language (language_id INTEGER PRIMARY KEY, name TEXT);
+                CREATE TABLE genre (GenreId INTEGER PRIMARY KEY, label TEXT);
+                CREATE TABLE film (
+                    film_id INTEGER PRIMARY KEY, title TEXT,
+                    original_language_id INTEGER REFERENCES language(language_id),
+                    language_id INTEGER REFERENCES language(language_id),
+                    GenreId INTEGER REFERENCES genre(GenreId)
+                );
+                CREATE TABLE review (id INTEGER PRIMARY KEY, film_id INTEGER, stars INTEGER);
+                INSERT INTO language VALUES (1, 'English');
+                INSERT INTO genre VALUES (1, 'Drama');
+                INSERT INTO film VALUES (1, 'Heat', NULL, 1, 1);
+                INSERT INTO review VALUES (1, 1, 5);
+                """
+            )
+        connection.close()
+        guard = SqlGuard(path)
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT f.title, name FROM film f")
+        assert "JOIN language ON language.language_id = f.language_id, then" in str(info.value)
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT stars, GenreId FROM review")
+        assert str(info.value).endswith(  # no declared key joins review
+            "; GenreId is a column of film; GenreId is a column of genre"
+        )
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT title, stars FROM film")
+        assert str(info.value).endswith("; stars is a column of review")
+        schema = read_schema(path)
+        inferred = SqlGuard(path, joins=[*schema.foreign_keys, *infer_joins(path, schema)])
+        with pytest.raises(ToolError) as info:
+            inferred.execute("SELECT title, stars FROM film")
+        assert str(info.value).endswith(
+            "JOIN review ON review.film_id = film.film_id, then read review.stars"
+        )
+        with pytest.raises(ToolError) as info:
+            inferred.execute("SELECT r.stars, GenreId FROM review r")
+        message = str(info.value)
+        assert "GenreId is a column of film, which the query does not read: " in message
+        assert "genre" not in message.replace("GenreId", "")  # reached through film
 
     def test_prepares_says_whether_a_statement_would_run_without_running_it(
         self, shared_shop: Path

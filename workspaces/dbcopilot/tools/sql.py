@@ -47,19 +47,21 @@ class Copilot:
         embedder = load_embedder(config.get("embedding_model"))
         grounding = config.get("grounding", {})
         policy = load_yaml_model(path, GuardPolicy, data=config.get("policy", {}), where="policy")
-        guard = SqlGuard(database, policy)
+        index = SchemaIndex.build(
+            database,
+            embedder,
+            cache,
+            descriptions=config.get("notes"),
+            synonyms=load_synonyms(path.parent / config["synonyms"])
+            if config.get("synonyms")
+            else None,
+        )
+        # The index's joins hold the inferred ones: a missing column's error names its join.
+        guard = SqlGuard(database, policy, joins=index.joins)
         examples = fitting(load_examples(WORKSPACE / "examples"), guard)
         return cls(
             guard=guard,
-            index=SchemaIndex.build(
-                database,
-                embedder,
-                cache,
-                descriptions=config.get("notes"),
-                synonyms=load_synonyms(path.parent / config["synonyms"])
-                if config.get("synonyms")
-                else None,
-            ),
+            index=index,
             examples=ExampleSelector.build(examples, embedder, cache),
             budget=(
                 grounding.get("tables", 3),
