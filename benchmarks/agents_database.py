@@ -259,14 +259,16 @@ def same_result(
 
 
 def last_query(events: Sequence[Event]) -> str | None:
-    """The `sql` of the run's last `run_sql` call that finished `ok`."""
+    """The statement the run's last `run_sql` call that finished `ok` ran: its `sql`, or the
+    guard's repair of it (the output's `sql`, when `join_missing` added a join)."""
     calls = {e.call_id: e for e in events if isinstance(e, ToolCallEvent)}
     for event in reversed(events):
         if isinstance(event, ToolFinishedEvent) and event.name == "run_sql":
             if event.status != "ok":
                 continue
             call = calls.get(event.call_id)
-            sql = call.arguments.get("sql") if call is not None else None
+            ran = event.output.get("sql") if isinstance(event.output, dict) else None
+            sql = ran or (call.arguments.get("sql") if call is not None else None)
             if isinstance(sql, str):
                 return sql
     return None

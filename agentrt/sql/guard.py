@@ -158,6 +158,12 @@ class GuardPolicy(BaseModel):
     """Let INSERT, UPDATE and DELETE change rows of the tables a statement may read (a table
     with a column allow-list: UPDATE of those columns only); the connection is then opened
     read-write. Schema changes, PRAGMA, ATTACH and transactions stay refused."""
+    join_missing: bool = False
+    """Run a SELECT that reads a column of a table it does not join with that join added, where
+    it is safe: one other table has the column (named bare or by that table's name), each key
+    of the join leads to at most one row (no row of the statement is repeated), and the
+    statement has no subquery. The result's `repaired` says so. Off by default: what runs is
+    then not what was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +196,9 @@ class QueryResult(BaseModel):
     """Rows an INSERT, UPDATE or DELETE changed; None for a read."""
     note: str | None = None
     """What was cut to keep the result within the limits, and which limit; None if nothing."""
+    repaired: str | None = None
+    """What the guard added to the statement to run it (`GuardPolicy.join_missing`); `sql` is
+    then the statement as it ran."""
 
     def summary(
         self, rows: int = 20, cell_chars: int = 80, max_chars: int = 4000
@@ -216,6 +225,8 @@ class QueryResult(BaseModel):
         }
         if self.note:
             out["note"] = self.note
+        if self.repaired:
+            out |= {"repaired": self.repaired, "sql": self.sql}
         while shown and len(json.dumps(out, default=str)) > max_chars:
             shown.pop()
             out["shown"] = len(shown)
@@ -427,13 +438,28 @@ class SqlGuard:
     # --- running -------------------------------------------------------------------------
 
     def execute(self, sql: str) -> QueryResult:
-        """Check `sql` and run it (blocking; `aexecute` runs it in a worker thread).
+        """Check `sql` and run it (blocking; `aexecute` runs it in a worker thread). With the
+        policy's `join_missing`, a statement missing a join is run again with it (each run
+        with its own `timeout`), and fails as written if that fails too.
 
         :raises QueryRefused: the statement may not run, or SQLite's authorizer refused it
         :raises QueryTimeout: it ran past `policy.timeout` (its checking counts)
         :raises ToolError: SQLite reported an error (no such column, a syntax SQLite rejects, a
             value longer than `policy.max_built_bytes`)
         """
+        try:
+            return self._execute(sql)
+        except _MissingColumn as missing:
+            if missing.joined is None:
+                raise
+            joined, repaired = missing.joined
+            try:
+                result = self._execute(joined)
+            except ToolError:
+                raise missing from None
+            return result.model_copy(update={"repaired": repaired})
+
+    def _execute(self, sql: str) -> QueryResult:
         policy = self.policy
         started = time.monotonic()
         checked = self.check(sql)
@@ -483,19 +509,21 @@ class SqlGuard:
                 f"less of it (substr, length) or leave it out"
             )
         if str(exc).startswith("no such column"):
-            return ToolError(f"SQLite error: {exc}; {self._missing_column(str(exc), checked)}")
+            return self._missing_column(str(exc), checked)
         return ToolError(f"SQLite error: {exc}")
 
-    def _missing_column(self, error: str, checked: CheckedStatement) -> str:
+    def _missing_column(self, error: str, checked: CheckedStatement) -> _MissingColumn:
         """What there is instead of a missing column: the columns of the tables the statement
         reads and, where another table has that column, how to join it. Told only "no such
         column: track_name", the 1.5B sent the same query again until its budget was spent;
         told the columns there are, it still sent `SELECT region_name FROM countries` again
-        (issue 24): the column was one of a table it had not joined."""
+        (issue 24): the column was one of a table it had not joined. Told the join, it sent
+        its query again unchanged six times: `join_missing` adds it where that is safe."""
         hints = [self._column_names(checked.tables)]
-        name = error.partition(":")[2].strip().rpartition(".")[2]
+        qualifier, _, name = error.partition(":")[2].strip().rpartition(".")
         aliases = _aliases(checked.tree, self._tables)
-        for column, table, route in self._tables_having(name, checked.tables):
+        found = self._tables_having(name, checked.tables)
+        for column, table, route in found:
             if route is None:
                 hints.append(f"{column} is a column of {table}")
             else:
@@ -504,7 +532,42 @@ class SqlGuard:
                     f"{_join_clauses(route, aliases)}, then read "
                     f"{_identifier(table)}.{_identifier(column)}"
                 )
-        return "; ".join(h for h in hints if h)
+        message = "; ".join([f"SQLite error: {error}", *(h for h in hints if h)])
+        return _MissingColumn(message, self._joined(checked, found, qualifier, aliases))
+
+    def _joined(
+        self,
+        checked: CheckedStatement,
+        found: Sequence[tuple[str, str, list[ForeignKey] | None]],
+        qualifier: str,
+        aliases: Mapping[str, str],
+    ) -> tuple[str, str] | None:
+        """The statement with the join to the one table `found` added, and what was added;
+        None unless the policy asks for it and it is safe (see `GuardPolicy.join_missing`)."""
+        from sqlglot import exp
+
+        if not self.policy.join_missing or len(found) != 1:
+            return None
+        column, table, route = found[0]
+        tree = checked.tree
+        if (
+            route is None
+            or qualifier.casefold() not in ("", table.casefold())
+            or not isinstance(tree, exp.Select)
+            or len(list(tree.find_all(exp.Select))) > 1
+        ):
+            return None
+        reached = set(aliases)
+        for key in route:  # each key from a table joined already to the one it references
+            if key.table not in reached:
+                return None
+            reached.add(key.ref_table)
+        joined = tree.copy()
+        for new, on in _join_steps(route, aliases):
+            joined = joined.join(new, on=on, dialect="sqlite")
+        added = _join_clauses(route, aliases)
+        repaired = f"{column} is a column of {table}, which the query did not read: {added} added"
+        return joined.sql(dialect="sqlite"), repaired
 
     def _tables_having(
         self, name: str, read: frozenset[str]
@@ -782,11 +845,11 @@ def _aliases(tree: exp.Expr, tables: Mapping[str, str]) -> dict[str, str]:
     return named
 
 
-def _join_clauses(route: Sequence[ForeignKey], aliases: Mapping[str, str]) -> str:
-    """`JOIN … ON …` for each key of `route`, from a table the statement reads (as it names it)
-    to the last table."""
+def _join_steps(route: Sequence[ForeignKey], aliases: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The table each key of `route` joins and the condition, from a table the statement reads
+    (as it names it) to the last table."""
     named = dict(aliases)
-    clauses = []
+    steps = []
     for key in route:
         new, new_column, old, old_column = (
             (key.table, key.column, key.ref_table, key.ref_column)
@@ -794,11 +857,27 @@ def _join_clauses(route: Sequence[ForeignKey], aliases: Mapping[str, str]) -> st
             else (key.ref_table, key.ref_column, key.table, key.column)
         )
         named[new] = new
-        clauses.append(
-            f"JOIN {_identifier(new)} ON {_identifier(new)}.{_identifier(new_column)} = "
-            f"{_identifier(named[old])}.{_identifier(old_column)}"
+        steps.append(
+            (
+                _identifier(new),
+                f"{_identifier(new)}.{_identifier(new_column)} = "
+                f"{_identifier(named[old])}.{_identifier(old_column)}",
+            )
         )
-    return " ".join(clauses)
+    return steps
+
+
+def _join_clauses(route: Sequence[ForeignKey], aliases: Mapping[str, str]) -> str:
+    return " ".join(f"JOIN {new} ON {on}" for new, on in _join_steps(route, aliases))
+
+
+class _MissingColumn(ToolError):
+    """ "no such column", with the statement that has the one safe join to it added and what
+    was added (`GuardPolicy.join_missing`), if there is one."""
+
+    def __init__(self, message: str, joined: tuple[str, str] | None) -> None:
+        super().__init__(message)
+        self.joined = joined
 
 
 def _identifier(name: str) -> str:

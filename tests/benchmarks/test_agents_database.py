@@ -139,14 +139,16 @@ def pruned_sakila(bench: ModuleType) -> object:
 def sakila_run(
     bench: ModuleType, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[list[object], Path]:
-    """Three sakila tasks through the real agent and copilot workspace, scripted: the gold SQL;
-    a wrong query; a failing query, then the gold one. The database is sakila cut short
-    (`pruned_sakila`); the gold is computed on it all the same."""
+    """Four sakila tasks through the real agent and copilot workspace, scripted: the gold SQL;
+    a wrong query; a failing query, then the gold one; a query missing its join, which the
+    guard adds. The database is sakila cut short (`pruned_sakila`); the gold is computed on it
+    all the same."""
     import asyncio
 
     task = next(t for t in bench.tasks("tuning") if t.question.startswith("How many films were"))
     other = next(t for t in bench.tasks("tuning") if t.question.startswith("How many addresses"))
-    assert task.database == other.database == "sakila"
+    joined = next(t for t in bench.tasks("tuning") if t.question.startswith("What is the address"))
+    assert task.database == other.database == joined.database == "sakila"
     model = ScriptedModel(
         [
             *copilot_script(task.sql, "27 films."),
@@ -154,6 +156,7 @@ def sakila_run(
             call("run_sql", sql="SELECT COUNT(*) FROM addresses"),
             call("run_sql", sql=other.sql),
             "That many.",
+            *copilot_script("SELECT address, district FROM staff WHERE first_name = 'Jon'"),
         ]
     )
     work = tmp_path_factory.mktemp("sakila_run")
@@ -162,7 +165,7 @@ def sakila_run(
         patch.setattr(bench, "build_database", pruned_sakila(bench))
         rows = asyncio.run(
             bench.run(
-                [task, task, other],
+                [task, task, other, joined],
                 model=model,
                 model_name="scripted",
                 planner="copilot",
@@ -182,13 +185,17 @@ class TestEndToEnd:
             (task.id, "database", "copilot", "scripted", "1 table"),
             (task.id, "database", "copilot", "scripted", "1 table"),
             (rows[2].task, "database", "copilot", "scripted", "1 table"),
+            (rows[3].task, "database", "copilot", "scripted", "2 tables"),
         ]
-        assert [r.right for r in rows] == [True, False, True]
-        assert [r.run.status for r in rows] == ["ok", "ok", "ok"]
+        assert [r.right for r in rows] == [True, False, True, True]
+        assert [r.run.status for r in rows] == ["ok", "ok", "ok", "ok"]
         assert rows[0].detail == "rows match (1)"
         assert rows[1].detail.startswith("expected 1 row [(")
         # The failed call is counted; the last successful query is the one scored.
         assert (rows[2].run.tool_calls, rows[2].run.failed_calls) == (3, 1)
+        # The statement scored is the one that ran, its join added by the guard: the one
+        # written fails when run again (Jon's address is past the pruned rows: no row).
+        assert rows[3].detail == "rows match (0)"
         assert any("building the schema index of sakila" in line for line in lines)
         assert (work / "databases" / "sakila.db").is_file()
         config = yaml.safe_load((work / "dbcopilot-sakila" / "copilot.yaml").read_text())

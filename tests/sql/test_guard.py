@@ -171,6 +171,50 @@ class TestReads:
         assert "GenreId is a column of film, which the query does not read: " in message
         assert "genre" not in message.replace("GenreId", "")  # reached through film
 
+    def test_join_missing_runs_a_statement_with_the_one_safe_join_added(
+        self, shared_shop: Path
+    ) -> None:
+        """Told the join, the 1.5B sent its query unchanged six times; with `join_missing`
+        the guard adds it. The statement that ran and what was added are in the result."""
+        guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
+        result = guard.execute("SELECT s.id, city FROM sales s WHERE s.id <= 3 ORDER BY s.id")
+        assert result.rows == [(1, "  Porto "), (2, "Leeds"), (3, "Lyon")]
+        join = (
+            "JOIN employees ON employees.id = s.employee_id "
+            "JOIN stores ON stores.id = employees.store_id"
+        )
+        assert result.repaired == (
+            f"city is a column of stores, which the query did not read: {join} added"
+        )
+        assert join in result.sql
+        summary = result.summary()
+        assert (summary["sql"], summary["repaired"]) == (result.sql, result.repaired)
+        qualified = guard.execute("SELECT stores.city FROM employees WHERE employees.id = 1")
+        assert qualified.rows == [("Lyon",)]
+        assert "repaired" not in guard.execute("SELECT city FROM stores").summary()
+        with pytest.raises(ToolError, match=r"then read stores\.city$"):
+            SqlGuard(shared_shop).execute("SELECT city FROM sales")  # off by default
+
+    @pytest.mark.parametrize(
+        ("sql", "why"),
+        [
+            ("SELECT name, quantity FROM products", "a product's sales: rows repeated"),
+            ("SELECT e.city FROM employees e", "the column named as another table's"),
+            (
+                "SELECT id FROM sales WHERE product_id IN (SELECT id FROM products WHERE city)",
+                "a subquery",
+            ),
+            ("SELECT name, city FROM employees", "joined, name is ambiguous"),
+        ],
+    )
+    def test_join_missing_leaves_what_it_cannot_join_safely_as_written(
+        self, shared_shop: Path, sql: str, why: str
+    ) -> None:
+        guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
+        with pytest.raises(ToolError, match=r"^SQLite error: no such column: ") as info:
+            guard.execute(sql)
+        assert "is a column of" in str(info.value), why
+
     def test_prepares_says_whether_a_statement_would_run_without_running_it(
         self, shared_shop: Path
     ) -> None:
