@@ -38,7 +38,10 @@ SQLite stops computing once a limit is reached, and the result's `note` says wha
 
 Errors (drawn in `agentrt.exceptions`; both are `ToolError`s, so the model reads them):
 `QueryRefused` (the statement was not run: `reason` says why) and `QueryTimeout` (it ran past
-the deadline and was stopped).
+the deadline and was stopped). SQLite's own errors are `ToolError`s too; "no such column"
+comes with the columns of the tables read and, when other tables have that column, the joins
+to them (the `joins` given, by default the declared foreign keys); `join_missing` runs the
+statement with such a join added where that is safe.
 """
 
 from __future__ import annotations
@@ -160,10 +163,10 @@ class GuardPolicy(BaseModel):
     read-write. Schema changes, PRAGMA, ATTACH and transactions stay refused."""
     join_missing: bool = False
     """Run a SELECT that reads a column of a table it does not join with that join added, where
-    it is safe: one other table has the column (named bare or by that table's name), each key
-    of the join leads to at most one row (no row of the statement is repeated), and the
-    statement has no subquery. The result's `repaired` says so. Off by default: what runs is
-    then not what was written."""
+    it is safe: one other table has the column (or others too, joined only through it), named
+    bare or by that table's name; each key of the join leads to at most one row (no row of the
+    statement is repeated); the statement has no subquery. The result's `repaired` says so.
+    Off by default: what runs is then not what was written."""
 
 
 @dataclass(frozen=True, slots=True)
