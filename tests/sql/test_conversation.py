@@ -20,8 +20,10 @@ from agentrt import (
     Agent,
     AgentSettings,
     AskEvent,
+    GuardEvent,
     ModelRequest,
     ScriptedModel,
+    ToolCallEvent,
     ToolFinishedEvent,
     Workspace,
 )
@@ -239,3 +241,29 @@ class TestAsk:
             ("user", seller),
         )
         assert '"ask_user"' in seen[3][1]
+
+
+class TestTurns:
+    async def test_a_turn_ends_at_its_query(
+        self, tmp_path: Path, copilot: Any, expected: Expected
+    ) -> None:
+        """A second query or a chart written in the reply of a query cannot have read its
+        result: the turn ends at the first query (`after`), and the next turn reads it."""
+        agent = make_copilot_agent(tmp_path, copilot, "s3", 0)
+        agent.model = ScriptedModel(
+            [
+                call("run_sql", sql=TOP_SQL, name="top")
+                + call("run_sql", sql="SELECT name FROM products", name="other")
+                + call("plot_bar", x="name", y="units", data="top"),
+                finish("Done."),
+            ]
+        )
+        result = await agent.run(WHO, session_id="s3", strategy="copilot")
+        assert (result.status, result.answer) == ("ok", "Done.")
+        events = result.trajectory.events
+        calls = [(e.step, e.name) for e in events if isinstance(e, ToolCallEvent)]
+        assert calls == [(1, "ground_schema"), (2, "run_sql"), (3, "finish")]
+        guards = [(e.step, e.kind) for e in events if isinstance(e, GuardEvent)]
+        assert guards == [(2, "awaits_result")]
+        reply = next(m for m in result.messages if m.role == "assistant" and m.content)
+        assert "products" not in reply.content
