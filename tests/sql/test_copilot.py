@@ -107,6 +107,15 @@ class TestTools:
         assert len(json.dumps(out)) <= 4000
         assert len(ctx.artifacts["result"]) == 50
 
+    def test_no_row_or_only_null_says_what_to_check(
+        self, workspace: Workspace, copilot: Any, tmp_path: Path
+    ) -> None:
+        ctx = tool_context({"copilot": copilot}, tmp_path)
+        run_sql = workspace.tools["run_sql"].fn
+        for sql in ["SELECT name FROM products WHERE name = 'Yoga'", "SELECT avg(NULL)"]:
+            assert run_sql(ctx, sql=sql)["empty"].startswith("No row, or only NULL: ")
+        assert "empty" not in run_sql(ctx, sql="SELECT count(*) FROM products WHERE id < 0")
+
     def test_a_result_feeds_the_chart_tools(
         self, workspace: Workspace, copilot: Any, tmp_path: Path
     ) -> None:

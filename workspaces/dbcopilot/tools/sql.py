@@ -116,4 +116,15 @@ def run_sql(ctx: ToolContext, sql: str, name: str = "result") -> dict[str, Any]:
     else:
         ctx.artifacts[name] = pd.DataFrame(result.rows, columns=result.columns)
         summary = result.summary() | {"table": name}
+    if all(value is None for row in result.rows for value in row):
+        summary["empty"] = EMPTY
     return summary
+
+
+# The 1.5B filtered on look-alike values the grounding listed ('AFRICAN SHAWSHANK' for
+# "Comedy films"), got NULL and answered with it.
+EMPTY = (
+    "No row, or only NULL: if the question expects an answer, a condition may be one it does "
+    "not ask for, or a value spelled otherwise in the data. Check each condition against the "
+    "question."
+)
