@@ -522,17 +522,18 @@ class SqlGuard:
         told the columns there are, it still sent `SELECT region_name FROM countries` again
         (issue 24): the column was one of a table it had not joined. Told the join, it sent
         its query again unchanged six times: `join_missing` adds it where that is safe."""
-        hints = [self._column_names(checked.tables)]
         qualifier, _, name = error.partition(":")[2].strip().rpartition(".")
+        read = self._failing_scope(checked.tree, qualifier, name) or checked.tables
+        hints = [self._column_names(read)]
         aliases = _aliases(checked.tree, self._tables)
-        found = self._tables_having(name, checked.tables)
+        found = self._tables_having(name, read)
         for column, table, route in found:
             if route is None:
                 hints.append(f"{column} is a column of {table}")
             else:
                 hints.append(
                     f"{column} is a column of {table}, which the query does not read: "
-                    f"{_join_clauses(route, aliases)}, then read "
+                    f"{_join_clauses(route, table, aliases)}, then read "
                     f"{_identifier(table)}.{_identifier(column)}"
                 )
         message = "; ".join([f"SQLite error: {error}", *(h for h in hints if h)])
@@ -560,15 +561,13 @@ class SqlGuard:
             or len(list(tree.find_all(exp.Select))) > 1
         ):
             return None
-        reached = set(aliases)
-        for key in route:  # each key from a table joined already to the one it references
-            if key.table not in reached:
-                return None
-            reached.add(key.ref_table)
+        # each key from a table joined already to the one it references: no row repeated
+        if any(new != key.ref_table for key, new in _walk(route, table)):
+            return None
         joined = tree.copy()
-        for new, on in _join_steps(route, aliases):
+        for new, on in _join_steps(route, table, aliases):
             joined = joined.join(new, on=on, dialect="sqlite")
-        added = _join_clauses(route, aliases)
+        added = _join_clauses(route, table, aliases)
         repaired = f"{column} is a column of {table}, which the query did not read: {added} added"
         return joined.sql(dialect="sqlite"), repaired
 
@@ -592,6 +591,33 @@ class SqlGuard:
             if len(kept) < _JOIN_HINTS and not through & {t for _, t, _ in kept}:
                 kept.append((column, table, route))
         return kept
+
+    def _failing_scope(self, tree: exp.Expr, qualifier: str, name: str) -> frozenset[str]:
+        """The tables a reference to the missing column `qualifier.name` that SQLite cannot
+        resolve could read: those of its SELECT and of the SELECTs around it (a subquery
+        may read its outer tables); empty when no such reference is found. The statement's
+        tables would be wrong for `SELECT … FROM payment WHERE film_id IN (SELECT film_id FROM
+        film_category …)`: film_category has film_id, payment does not."""
+        from sqlglot import exp
+
+        for column in tree.find_all(exp.Column):
+            if (column.table.casefold(), column.name.casefold()) != (
+                qualifier.casefold(),
+                name.casefold(),
+            ):
+                continue
+            sources: dict[str, str] = {}  # what the SELECTs call a table → its schema name
+            select = column.find_ancestor(exp.Select)
+            while select is not None:
+                for table in select.find_all(exp.Table):
+                    real = self._tables.get(table.name.casefold())
+                    if real and table.find_ancestor(exp.Select) is select:
+                        sources.setdefault(table.alias_or_name.casefold(), real)
+                select = select.find_ancestor(exp.Select)
+            named = [sources.get(qualifier.casefold())] if qualifier else sources.values()
+            if not any(t and self._readable_column(t, name) for t in named):
+                return frozenset(sources.values())
+        return frozenset()
 
     def _readable_column(self, table: str, name: str) -> str | None:
         """The schema's spelling of column `name` of `table`, if a statement may read it."""
@@ -848,30 +874,40 @@ def _aliases(tree: exp.Expr, tables: Mapping[str, str]) -> dict[str, str]:
     return named
 
 
-def _join_steps(route: Sequence[ForeignKey], aliases: Mapping[str, str]) -> list[tuple[str, str]]:
+def _walk(route: Sequence[ForeignKey], goal: str) -> list[tuple[ForeignKey, str]]:
+    """Each key of `route` (in join order, ending at table `goal`) with the table it joins."""
+    walked = []
+    new = goal
+    for key in reversed(route):
+        walked.append((key, new))
+        new = key.ref_table if key.table == new else key.table
+    return walked[::-1]
+
+
+def _join_steps(
+    route: Sequence[ForeignKey], goal: str, aliases: Mapping[str, str]
+) -> list[tuple[str, str]]:
     """The table each key of `route` joins and the condition, from a table the statement reads
-    (as it names it) to the last table."""
+    (as it names it) to `goal`."""
     named = dict(aliases)
     steps = []
-    for key in route:
-        new, new_column, old, old_column = (
-            (key.table, key.column, key.ref_table, key.ref_column)
-            if key.ref_table in named
-            else (key.ref_table, key.ref_column, key.table, key.column)
+    for key, new in _walk(route, goal):
+        new_column, old, old_column = (
+            (key.column, key.ref_table, key.ref_column)
+            if key.table == new
+            else (key.ref_column, key.table, key.column)
+        )
+        condition = (
+            f"{_identifier(new)}.{_identifier(new_column)} = "
+            f"{_identifier(named[old])}.{_identifier(old_column)}"
         )
         named[new] = new
-        steps.append(
-            (
-                _identifier(new),
-                f"{_identifier(new)}.{_identifier(new_column)} = "
-                f"{_identifier(named[old])}.{_identifier(old_column)}",
-            )
-        )
+        steps.append((_identifier(new), condition))
     return steps
 
 
-def _join_clauses(route: Sequence[ForeignKey], aliases: Mapping[str, str]) -> str:
-    return " ".join(f"JOIN {new} ON {on}" for new, on in _join_steps(route, aliases))
+def _join_clauses(route: Sequence[ForeignKey], goal: str, aliases: Mapping[str, str]) -> str:
+    return " ".join(f"JOIN {new} ON {on}" for new, on in _join_steps(route, goal, aliases))
 
 
 class _MissingColumn(ToolError):

@@ -109,6 +109,22 @@ class TestReads:
         result = guard.execute(f"SELECT stores.city, count(*) FROM sales s {join} GROUP BY 1")
         assert sorted(result.rows) == [("  Porto ", 60), ("Leeds", 60), ("Lyon", 120)]
 
+    def test_the_join_named_is_from_the_select_that_misses_the_column(
+        self, shared_shop: Path
+    ) -> None:
+        """The subquery reads stores, which has city; the outer SELECT, over sales, does not."""
+        with pytest.raises(ToolError) as info:
+            SqlGuard(shared_shop).execute(
+                "SELECT count(*) FROM sales s WHERE city IN (SELECT city FROM stores)"
+            )
+        assert str(info.value).startswith(
+            "SQLite error: no such column: city; the columns of sales are id, employee_id, "
+        )
+        assert str(info.value).endswith(
+            "JOIN employees ON employees.id = s.employee_id "
+            "JOIN stores ON stores.id = employees.store_id, then read stores.city"
+        )
+
     def test_no_join_is_named_through_a_column_that_may_not_be_read(
         self, shared_shop: Path
     ) -> None:
