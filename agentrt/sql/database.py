@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -352,40 +352,6 @@ def infer_joins(path: Path, schema: Schema) -> list[ForeignKey]:
                         )
                         break
     return found
-
-
-def join_route(
-    joins: Sequence[ForeignKey], start: Collection[str], goal: str, through: Collection[str]
-) -> list[ForeignKey] | None:
-    """The fewest foreign keys that join `goal` to any of the tables `start`, each table between
-    them one of `through` (the tables that may be read); None when no such route exists. In the
-    order a query would join them, from a `start` table to `goal`. Between two tables, a declared
-    key whose column has the name of the one it references is taken first (`film.language_id`,
-    not `film.original_language_id`, to `language.language_id`)."""
-    joins = sorted(
-        joins, key=lambda k: (k.inferred, k.column.casefold() != k.ref_column.casefold())
-    )
-    came: dict[str, ForeignKey | None] = dict.fromkeys(start)
-    frontier = list(start)
-    while frontier and goal not in came:
-        reached = []
-        for table in frontier:
-            for key in joins:
-                if table not in (key.table, key.ref_table):
-                    continue
-                other = key.ref_table if key.table == table else key.table
-                if other not in came and other in through:
-                    came[other] = key
-                    reached.append(other)
-        frontier = reached
-    if goal not in came:
-        return None
-    route: list[ForeignKey] = []
-    table = goal
-    while (step := came[table]) is not None:
-        route.append(step)
-        table = step.ref_table if step.table == table else step.table
-    return route[::-1]
 
 
 def _referenced(column: str, table: str, keys: dict[str, str]) -> list[str]:

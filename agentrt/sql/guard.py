@@ -74,10 +74,9 @@ from agentrt.sql.database import (
     connect_readonly,
     connect_readwrite,
     database_path,
-    join_route,
-    quote_identifier,
     read_schema,
 )
+from agentrt.sql.joins import join_clauses, join_route, join_steps, sql_name, walk
 
 if TYPE_CHECKING:
     from sqlglot import Token, exp
@@ -533,8 +532,8 @@ class SqlGuard:
             else:
                 hints.append(
                     f"{column} is a column of {table}, which the query does not read: "
-                    f"{_join_clauses(route, table, aliases)}, then read "
-                    f"{_identifier(table)}.{_identifier(column)}"
+                    f"{join_clauses(route, table, aliases)}, then read "
+                    f"{sql_name(table)}.{sql_name(column)}"
                 )
         message = "; ".join([f"SQLite error: {error}", *(h for h in hints if h)])
         return _MissingColumn(message, self._joined(checked, found, qualifier, aliases))
@@ -562,12 +561,12 @@ class SqlGuard:
         ):
             return None
         # each key from a table joined already to the one it references: no row repeated
-        if any(new != key.ref_table for key, new in _walk(route, table)):
+        if any(new != key.ref_table for key, new in walk(route, table)):
             return None
         joined = tree.copy()
-        for new, on in _join_steps(route, table, aliases):
+        for new, on in join_steps(route, table, aliases):
             joined = joined.join(new, on=on, dialect="sqlite")
-        added = _join_clauses(route, table, aliases)
+        added = join_clauses(route, table, aliases)
         repaired = f"{column} is a column of {table}, which the query did not read: {added} added"
         return joined.sql(dialect="sqlite"), repaired
 
@@ -874,42 +873,6 @@ def _aliases(tree: exp.Expr, tables: Mapping[str, str]) -> dict[str, str]:
     return named
 
 
-def _walk(route: Sequence[ForeignKey], goal: str) -> list[tuple[ForeignKey, str]]:
-    """Each key of `route` (in join order, ending at table `goal`) with the table it joins."""
-    walked = []
-    new = goal
-    for key in reversed(route):
-        walked.append((key, new))
-        new = key.ref_table if key.table == new else key.table
-    return walked[::-1]
-
-
-def _join_steps(
-    route: Sequence[ForeignKey], goal: str, aliases: Mapping[str, str]
-) -> list[tuple[str, str]]:
-    """The table each key of `route` joins and the condition, from a table the statement reads
-    (as it names it) to `goal`."""
-    named = dict(aliases)
-    steps = []
-    for key, new in _walk(route, goal):
-        new_column, old, old_column = (
-            (key.column, key.ref_table, key.ref_column)
-            if key.table == new
-            else (key.ref_column, key.table, key.column)
-        )
-        condition = (
-            f"{_identifier(new)}.{_identifier(new_column)} = "
-            f"{_identifier(named[old])}.{_identifier(old_column)}"
-        )
-        named[new] = new
-        steps.append((_identifier(new), condition))
-    return steps
-
-
-def _join_clauses(route: Sequence[ForeignKey], goal: str, aliases: Mapping[str, str]) -> str:
-    return " ".join(f"JOIN {new} ON {on}" for new, on in _join_steps(route, goal, aliases))
-
-
 class _MissingColumn(ToolError):
     """ "no such column", with the statement that has the one safe join to it added and what
     was added (`GuardPolicy.join_missing`), if there is one."""
@@ -917,10 +880,6 @@ class _MissingColumn(ToolError):
     def __init__(self, message: str, joined: tuple[str, str] | None) -> None:
         super().__init__(message)
         self.joined = joined
-
-
-def _identifier(name: str) -> str:
-    return name if name.isidentifier() else quote_identifier(name)
 
 
 def _first_line(exc: Exception) -> str:
