@@ -442,24 +442,39 @@ class SqlGuard:
     def execute(self, sql: str) -> QueryResult:
         """Check `sql` and run it (blocking; `aexecute` runs it in a worker thread). With the
         policy's `join_missing`, a statement missing a join is run again with it (each run
-        with its own `timeout`), and fails as written if that fails too.
+        with its own `timeout`), up to `_JOINS_ADDED` joins; when the statement as joined
+        misses another column no join gives, that error is raised with the joins added, and
+        any other failure of it raises the error of the statement as written.
 
         :raises QueryRefused: the statement may not run, or SQLite's authorizer refused it
         :raises QueryTimeout: it ran past `policy.timeout` (its checking counts)
         :raises ToolError: SQLite reported an error (no such column, a syntax SQLite rejects, a
             value longer than `policy.max_built_bytes`)
         """
-        try:
-            return self._execute(sql)
-        except _MissingColumn as missing:
-            if missing.joined is None:
-                raise
-            joined, repaired = missing.joined
+        added: list[str] = []
+        statement = sql
+        first: _MissingColumn | None = None
+        while True:
             try:
-                result = self._execute(joined)
+                result = self._execute(statement)
+            except _MissingColumn as missing:
+                if missing.joined is None or len(added) == _JOINS_ADDED:
+                    if first is None:
+                        raise
+                    # The model's next mistake, shown with the joins that got it this far:
+                    # the first error alone, about a join it would get again, kept the 1.5B
+                    # from ever seeing it (a payment's invoice_status, eight turns).
+                    msg = f"{missing} (the guard had added: {'; '.join(added)})"
+                    raise ToolError(msg) from None
+                first = first or missing
+                statement, what = missing.joined
+                added.append(what)
             except ToolError:
-                raise missing from None
-            return result.model_copy(update={"repaired": repaired})
+                if first is None:
+                    raise
+                raise first from None  # the join itself broke it (a column made ambiguous)
+            else:
+                return result.model_copy(update={"repaired": "; ".join(added) or None})
 
     def _execute(self, sql: str) -> QueryResult:
         policy = self.policy
@@ -860,6 +875,8 @@ def _kind(node: exp.Expr) -> str:
 
 _JOIN_HINTS = 3
 """At most this many other tables named for a missing column ("name" is in most of them)."""
+_JOINS_ADDED = 2
+"""At most this many joins `join_missing` adds to one statement."""
 
 
 def _aliases(tree: exp.Expr, tables: Mapping[str, str]) -> dict[str, str]:

@@ -211,6 +211,28 @@ class TestReads:
         with pytest.raises(ToolError, match=r"then read stores\.city$"):
             SqlGuard(shared_shop).execute("SELECT city FROM sales")  # off by default
 
+    def test_join_missing_adds_a_join_per_column_then_shows_the_next_mistake(
+        self, shared_shop: Path
+    ) -> None:
+        """Told only about the join the guard would add anyway, the 1.5B never saw the other
+        column it had wrong (eight turns); the statement as joined says it, joins named."""
+        guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
+        result = guard.execute("SELECT category, city, count(*) FROM sales GROUP BY 1, 2")
+        assert len(result.rows) == 9
+        assert result.repaired is not None
+        assert [part.split(",")[0] for part in result.repaired.split("; ")] == [
+            "category is a column of products",
+            "city is a column of stores",
+        ]
+        with pytest.raises(ToolError) as info:
+            guard.execute("SELECT city, colour FROM employees")
+        message = str(info.value)
+        assert message.startswith("SQLite error: no such column: colour; the columns of ")
+        assert message.endswith(
+            "(the guard had added: city is a column of stores, which the query did not read: "
+            "JOIN stores ON stores.id = employees.store_id added)"
+        )
+
     @pytest.mark.parametrize(
         ("sql", "why"),
         [
