@@ -1,4 +1,5 @@
-"""How tables join: the shortest route of foreign keys between them, and its JOIN clauses.
+"""Internal. How tables join: the shortest route of foreign keys between them, and its JOIN
+clauses.
 
 The guard names such a route when a statement reads a column of a table it did not join
 (`agentrt.sql.guard`), and with `join_missing` adds it.
