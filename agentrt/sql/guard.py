@@ -463,7 +463,7 @@ class SqlGuard:
                         raise
                     # The model's next mistake, shown with the joins that got it this far:
                     # the first error alone, about a join it would get again, kept the 1.5B
-                    # from ever seeing it (a payment's invoice_status, eight turns).
+                    # from ever seeing it (a payment's invoice_status, seven turns).
                     msg = f"{missing} (the guard had added: {'; '.join(added)})"
                     raise ToolError(msg) from None
                 first = first or missing
@@ -534,8 +534,8 @@ class SqlGuard:
         reads and, where another table has that column, how to join it. Told only "no such
         column: track_name", the 1.5B sent the same query again until its budget was spent;
         told the columns there are, it still sent `SELECT region_name FROM countries` again
-        (issue 24): the column was one of a table it had not joined. Told the join, it sent
-        its query again unchanged six times: `join_missing` adds it where that is safe."""
+        (issue 24): the column was one of a table it had not joined. Told the join, it wrote
+        its query unchanged in all seven of its turns: `join_missing` adds it where safe."""
         qualifier, _, name = error.partition(":")[2].strip().rpartition(".")
         read = self._failing_scope(checked.tree, qualifier, name) or checked.tables
         hints = [self._column_names(read)]
