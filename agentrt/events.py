@@ -360,12 +360,13 @@ class GuardEvent(EventBase):
     ]
     """`duplicate`: an identical call answered from the cache. `early_finish`: a call that ends
     the run, written in the same turn as other calls, refused until their results are seen.
-    `repetition`: the model wrote a call it had already written in this turn, a loop: the call
-    is dropped and the model's answer cut there. `needs_result`: a call written after one
-    whose result it needs (the strategy's `after`) in the same turn: not run. `awaits_result`:
-    a call another tool needs the result of (`after`): the turn is cut after it, and what the
-    model wrote next is not read. `unfounded_answer`: an answer before any of the strategy's
-    `answer_needs` tools succeeded: sent back, the model is asked to call one."""
+    `repetition`: the model wrote a call it had already written in this turn (or a node of its
+    plan), a loop: the call is dropped and the model's answer (or plan) cut there.
+    `needs_result`: a call written after one whose result it needs (the strategy's `after`) in
+    the same turn: not run. `awaits_result`: a call another tool needs the result of
+    (`after`): the turn is cut after it, and what the model wrote next is not read.
+    `unfounded_answer`: an answer before any of the strategy's `answer_needs` tools
+    succeeded: sent back, the model is asked to call one."""
     detail: str
     original_call_id: str | None = None
 

@@ -44,6 +44,8 @@ class PlanStreamParser:
         self._nodes_depth = -1
         """Depth of the `nodes` array's contents once it is open."""
         self._node_start = -1
+        self._node_ends: list[int] = []
+        """Where each node `feed` returned ends in the whole text (just past its brace)."""
         self._pos = 0
 
     @property
@@ -66,6 +68,15 @@ class PlanStreamParser:
             self._step(char, whole, nodes)
             self._pos += 1
         return nodes
+
+    def cut(self, keep: int) -> None:
+        """End the plan after its first `keep` (≥ 1) nodes, as if the model had closed it
+        there: the text after them is dropped and the `nodes` array and the object closed. For
+        a model that loops, writing one node over and over until its token cap."""
+        end = self._node_ends[keep - 1]
+        # `nodes` is read only as a key of the top-level object: two brackets are open.
+        self._whole = self._whole[:end] + "]}"
+        self._node_ends = self._node_ends[:keep]
 
     def finish(self) -> tuple[str, dict[str, Any]]:
         """End of the stream: the `<plan>` text (or the `plan` field) and the whole JSON object.
@@ -150,6 +161,7 @@ class PlanStreamParser:
                 # A node that does not parse is left to the whole plan's parse, which reports it.
                 with contextlib.suppress(JSONProblem):
                     nodes.append(load_object(whole[self._node_start : self._pos + 1]))
+                    self._node_ends.append(self._pos + 1)
                 self._node_start = -1
             if self._stack:
                 self._stack.pop()

@@ -24,7 +24,7 @@ import functools
 import json
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agentrt._validation import describe_errors
 from agentrt.events import (
     Approve,
+    GuardEvent,
     NodeSkippedEvent,
     PendingCall,
     PlanCreatedEvent,
@@ -44,7 +45,7 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.exceptions import ModelError
-from agentrt.execution import ToolOutcome
+from agentrt.execution import ToolOutcome, canonical_arguments
 from agentrt.models.base import Message, ModelRequest, TextChunk, ToolDefinition, UsageChunk
 from agentrt.parsing.answers import JSONProblem
 from agentrt.parsing.plans import PlanStreamParser
@@ -63,10 +64,11 @@ async def run_dag(task: PlannerInput, strategy: DagStrategy) -> PlannerResult:
     return await dag.kernel.run(dag.run)
 
 
-PLAN_TEXT_CHARS = 600
+PLAN_TEXT_CHARS = 300
 """The longest `plan` text a grammar lets a model write: the 1.5B, unbounded, repeated one
 clause ("T7 searches for the town where …; T8 searches for …") until its token cap cut the
-plan, and asked to repair it, did so again (issue 24)."""
+plan, and asked to repair it, did so again (issue 24). At 600 it still wrote all 600 of them,
+20 s of a 2-core machine, where a plan's own words took 100 (two searches and a comparison)."""
 
 
 def plan_schema(tools: Sequence[ToolDefinition], max_nodes: int = 12) -> dict[str, Any]:
@@ -107,12 +109,32 @@ def _node(tool: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
 class _Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    # The reason first: a model under this schema's grammar writes what the results state
+    # before it decides (the 1.5B, asked for the answer first, named the later of two
+    # founding years it then quoted right in its reason; issue 24).
+    reason: str
     action: Literal["finish", "replan"]
     answer: str
-    reason: str
 
 
-JOIN_SCHEMA = _Decision.model_json_schema()
+JOIN_REASON_CHARS = 400
+JOIN_ANSWER_CHARS = 1000
+"""At 1,500, llama.cpp's parser refuses the grammar llama-cpp-python writes (a nested rule per
+character), and the model would sample with none."""
+
+
+def _join_schema() -> dict[str, Any]:
+    """The joiner's schema, its texts bounded for a grammar (as a plan's text is): the 1.5B
+    wrote "The T1 search result indicates that" over and over in its answer until its token
+    cap, five minutes of a 2-core machine, and the cut answer did not parse (issue 24). Only
+    the grammar bounds them: a longer answer from a model not under one is taken."""
+    schema = _Decision.model_json_schema()
+    schema["properties"]["reason"]["maxLength"] = JOIN_REASON_CHARS
+    schema["properties"]["answer"]["maxLength"] = JOIN_ANSWER_CHARS
+    return schema
+
+
+JOIN_SCHEMA = _join_schema()
 
 
 def validate_plan(
@@ -241,6 +263,8 @@ class _Attempt:
     runs: dict[str, _NodeRun] = field(default_factory=dict)
     rejected: str | None = None
     """Why a person rejected the plan (`approve_plan`): the model plans again."""
+    written: list[str] = field(default_factory=list)
+    """Each node streamed in so far, as its tool and arguments (`_repeats`)."""
 
     @property
     def failed(self) -> list[_NodeRun]:
@@ -264,10 +288,14 @@ class _Dag:
         repairs = replans = 0
         kernel = self.kernel
         while (attempt := kernel.next_step()) is not None:
-            attempt_plan = functools.partial(self._attempt, attempt, retry=repairs)
+            # A plan after one that did not answer is sampled apart too: at temperature 0 the
+            # 1.5B wrote the plan whose results had not answered again, byte for byte, three
+            # times over (issue 24).
+            attempt_plan = functools.partial(self._attempt, attempt, retry=repairs + replans)
             plan = await kernel.turn(attempt, attempt_plan)
+            self.messages.append(Message(role="assistant", content=plan.raw))
             if plan.rejected is not None:
-                self._follow_up(plan, "dag_replan.j2", reason=plan.rejected, results=[])
+                self._follow_up("dag_replan.j2", reason=plan.rejected, results=[])
                 continue
             if plan.problems:
                 repairing = repairs < self.policy.repairs and kernel.budget_left
@@ -280,12 +308,12 @@ class _Dag:
                     reason = f"no valid plan after {attempt} attempt(s): {plan.problems[0]}"
                     return await self._fall_back(reason)
                 repairs += 1
-                self._follow_up(plan, "dag_repair.j2", problems=plan.problems)
+                self._follow_up("dag_repair.j2", problems=plan.problems)
                 continue
             if plan.failed and self.policy.on_failure == "replan" and replans < self.policy.replans:
                 replans += 1
                 self._follow_up(
-                    plan, "dag_replan.j2", reason="some nodes failed", results=self._results(plan)
+                    "dag_replan.j2", reason="some nodes failed", results=self._results(plan)
                 )
                 continue
             decision = await self._join(attempt, plan)
@@ -294,22 +322,19 @@ class _Dag:
             if replans >= self.policy.replans:
                 return kernel.result("budget_exhausted")
             replans += 1
-            self._follow_up(
-                plan, "dag_replan.j2", reason=decision.reason, results=self._results(plan)
-            )
+            # The results are in the conversation already, in the joiner's prompt.
+            self._follow_up("dag_replan.j2", reason=decision.reason, results=[])
         return kernel.result("budget_exhausted")
 
-    def _follow_up(self, plan: _Attempt, template: str, **variables: Any) -> None:
+    def _follow_up(self, template: str, **variables: Any) -> None:
+        """The next user message of the plan's conversation, after the model's last answer."""
         content = self.task.prompt(template, self._definitions, **variables)
-        self.messages += [
-            Message(role="assistant", content=plan.raw),
-            Message(role="user", content=content),
-        ]
+        self.messages.append(Message(role="user", content=content))
 
     async def _attempt(self, attempt: int, *, retry: int) -> _Attempt:
         """Stream one plan and run its nodes as they arrive; validate it whole at its end.
 
-        :param retry: plans sent back for repair so far (`ModelRequest.retry`)
+        :param retry: plans sent back so far, for repair or to plan again (`ModelRequest.retry`)
         """
         ctx = self.ctx
         plan = _Attempt()
@@ -322,16 +347,21 @@ class _Dag:
         failure: Exception | None = None
         async with asyncio.TaskGroup() as tg:
             tasks: list[asyncio.Task[None]] = []
+
+            def start(run: _NodeRun) -> None:
+                tasks.append(tg.create_task(self._run_node(attempt, plan, run)))
+
             stream = ctx.stream(request, step=attempt)
             try:
                 async for chunk in stream:
-                    if isinstance(chunk, TextChunk):
-                        for raw in parser.feed(chunk.text):
-                            run = self._admit(attempt, plan, raw)
-                            if run is not None and not self.policy.approve_plan:
-                                tasks.append(tg.create_task(self._run_node(attempt, plan, run)))
-                    elif isinstance(chunk, UsageChunk):
+                    if isinstance(chunk, UsageChunk):
                         usage = chunk.usage
+                    elif isinstance(chunk, TextChunk) and self._read(
+                        attempt, plan, parser, chunk.text, start
+                    ):
+                        # Cut off mid-plan, the model sends no usage: count what it wrote.
+                        usage = Usage(completion_tokens=len(stream.raw))
+                        break
             except Exception as exc:
                 failure = exc
             else:
@@ -345,7 +375,10 @@ class _Dag:
                 self._check_whole(attempt, plan, parser)
                 if self.policy.approve_plan and not plan.problems and self._approved(plan):
                     for run in plan.runs.values():
-                        tasks.append(tg.create_task(self._run_node(attempt, plan, run)))
+                        start(run)
+            finally:
+                # A plan cut at a repeated node stops its model call here.
+                await stream.aclose()
             if failure is not None or plan.problems:
                 # A plan that will not run as a whole: stop what it started.
                 for t in tasks:
@@ -380,6 +413,49 @@ class _Dag:
                 if r.node is not None
             ]
         )
+
+    def _read(
+        self,
+        attempt: int,
+        plan: _Attempt,
+        parser: PlanStreamParser,
+        text: str,
+        start: Callable[[_NodeRun], None],
+    ) -> bool:
+        """Admit the nodes `text` completes, `start` each unless a person approves the plan
+        first; True when the plan is cut at a repeated node."""
+        for raw in parser.feed(text):
+            if self._repeats(attempt, raw, plan.written):
+                parser.cut(len(plan.written))
+                return True
+            run = self._admit(attempt, plan, raw)
+            if run is not None and not self.policy.approve_plan:
+                start(run)
+        return False
+
+    def _repeats(self, attempt: int, raw: dict[str, Any], written: list[str]) -> bool:
+        """Whether a node that streamed in calls the same tool with the same arguments as an
+        earlier node of its plan (whose result the run's cache would give it); else it joins
+        `written`. The 1.5B, once it repeats a node, writes it again until the node cap: a
+        dozen identical searches, a minute of tokens (issue 24). The plan is cut before it
+        (guard `repetition`), as a turn is that repeats a call."""
+        args = raw.get("args")
+        identity = (
+            f"{raw.get('tool')}:{canonical_arguments(args if isinstance(args, dict) else {})}"
+        )
+        if identity not in written:
+            written.append(identity)
+            return False
+        first = written.index(identity) + 1
+        self.ctx.emit(
+            GuardEvent,
+            step=attempt,
+            call_id=self._call_id(attempt, str(raw.get("id", len(written) + 1))),
+            kind="repetition",
+            detail=f"node {len(written) + 1} of the plan repeats node {first} "
+            f"({raw.get('tool')} with the same arguments); the plan is cut before it",
+        )
+        return True
 
     def _admit(self, attempt: int, plan: _Attempt, raw: dict[str, Any]) -> _NodeRun | None:
         """A node just streamed in: start it (it waits for its dependencies) unless it is
@@ -496,31 +572,35 @@ class _Dag:
         return node_id if attempt <= 1 else f"{node_id}@{attempt}"
 
     def _results(self, plan: _Attempt) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": r.node.id,
-                "tool": r.node.tool,
-                "args": r.node.args,
-                "status": r.status,
-                "observation": r.outcome.observation if r.outcome is not None else "",
-            }
-            for r in plan.runs.values()
-            if r.node is not None
-        ]
+        """Each node's call and result, for the model; a result an earlier node had is named,
+        not shown again (two searches worded apart often find the same paragraphs)."""
+        first: dict[str, str] = {}
+        results = []
+        for r in plan.runs.values():
+            if r.node is None:
+                continue
+            observation = r.outcome.observation if r.outcome is not None else ""
+            seen = first.setdefault(observation, r.node.id) if observation else r.node.id
+            results.append(
+                {
+                    "id": r.node.id,
+                    "tool": r.node.tool,
+                    "args": r.node.args,
+                    "status": r.status,
+                    "observation": observation if seen == r.node.id else f"the same as {seen}'s",
+                }
+            )
+        return results
 
     async def _join(self, attempt: int, plan: _Attempt) -> _Decision:
-        """One model call over the plan's results: finish with the answer, or plan again."""
-        prompt = self.task.prompt(
-            "dag_join.j2", self._definitions, query=self.task.query, results=self._results(plan)
-        )
-        request = ModelRequest(
-            messages=[
-                Message(role="system", content=prompt),
-                Message(role="user", content=self.task.query),
-            ],
-            json_schema=JOIN_SCHEMA,
-            purpose="join",
-        )
+        """One model call over the plan's results: finish with the answer, or plan again.
+
+        Asked in the plan's own conversation, after the plan: a local model reuses what it
+        computed for the prompt and the plan, and a plan made next reads the results there
+        (as a fresh prompt, the 1.5B's joiner spent 70 s of a 194 s run reading again a
+        system prompt and results it had read; issue 24)."""
+        self._follow_up("dag_join.j2", query=self.task.query, results=self._results(plan))
+        request = ModelRequest(messages=self.messages, json_schema=JOIN_SCHEMA, purpose="join")
         decision = await self.kernel.ask_json(request, _Decision, step=attempt)
         if isinstance(decision, Invalid):
             msg = (
@@ -528,6 +608,7 @@ class _Dag:
                 f"{decision.text[:200]!r}"
             )
             raise ModelError(msg)
+        self.messages.append(Message(role="assistant", content=json.dumps(decision.model_dump())))
         self.ctx.emit(
             PlanDecisionEvent, attempt=attempt, action=decision.action, reason=decision.reason
         )

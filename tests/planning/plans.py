@@ -17,8 +17,8 @@ def plan(*nodes: dict[str, Any], text: str = "") -> str:
 
 def finish(answer: str) -> str:
     """The joiner's answer when the results are enough."""
-    return json.dumps({"action": "finish", "answer": answer, "reason": "the results answer it"})
+    return json.dumps({"reason": "the results answer it", "action": "finish", "answer": answer})
 
 
 def replan(reason: str) -> str:
-    return json.dumps({"action": "replan", "answer": "", "reason": reason})
+    return json.dumps({"reason": reason, "action": "replan", "answer": ""})

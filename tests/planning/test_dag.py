@@ -12,6 +12,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from agentrt import (
     Event,
+    GuardEvent,
     ModelResponseEvent,
     NodeSkippedEvent,
     PlanCreatedEvent,
@@ -25,7 +26,15 @@ from agentrt import (
     Workspace,
 )
 from agentrt.models.base import for_llama_grammar
-from agentrt.planning.dag import PLAN_TEXT_CHARS, plan_levels, plan_schema, validate_plan
+from agentrt.planning.dag import (
+    JOIN_ANSWER_CHARS,
+    JOIN_REASON_CHARS,
+    JOIN_SCHEMA,
+    PLAN_TEXT_CHARS,
+    plan_levels,
+    plan_schema,
+    validate_plan,
+)
 from tests.helpers import MakeAgent, check_stream, last, llama_accepts
 from tests.planning.plans import finish, node, plan, replan
 
@@ -87,6 +96,18 @@ class TestPlanSchema:
         for name in ("add", "echo"):  # each tool's name, as the only value its node's takes
             assert f'::= "\\"{name}\\""' in grammar, name
         assert llama_accepts(grammar, small_model_path)
+
+
+def test_the_joiners_grammar_bounds_its_texts(small_model_path: Path) -> None:
+    """Under a grammar, the joiner's reason and answer end (a 1.5B looped inside its answer
+    until its token cap); from a model not under one, a longer answer is taken."""
+    grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(JOIN_SCHEMA)))
+    assert llama_accepts(grammar, small_model_path)
+    validator = Draft202012Validator(JOIN_SCHEMA)
+    decision = {"reason": "r", "action": "finish", "answer": "x" * JOIN_ANSWER_CHARS}
+    assert not list(validator.iter_errors(decision))
+    assert list(validator.iter_errors({**decision, "answer": "x" * (JOIN_ANSWER_CHARS + 1)}))
+    assert list(validator.iter_errors({**decision, "reason": "x" * (JOIN_REASON_CHARS + 1)}))
 
 
 class TestValidation:
@@ -193,6 +214,53 @@ class TestScheduling:
         (created,) = of(events, PlanCreatedEvent)
         assert created.text == "T1: add. Dependencies: none"
         assert [e.name for e in of(events, ToolCallEvent)] == ["add"]
+
+
+class TestRepetition:
+    async def test_a_plan_is_cut_at_a_repeated_node(self, make_agent: MakeAgent) -> None:
+        """The 1.5B, once it repeats a node, writes it until the node cap: the plan ends
+        before the first repeat, which is not run, and the model stops writing there."""
+        looping = [node(f"T{i}", "echo", text="a") for i in range(3, 10)]
+        agent = make_agent(
+            [
+                plan(node("T1", "echo", text="a"), node("T2", "echo", text="b"), *looping),
+                finish("ab"),
+            ]
+        )
+        events = await run(agent)
+        (guard,) = [e for e in of(events, GuardEvent) if e.kind == "repetition"]
+        assert (guard.call_id, guard.detail) == (
+            "T3",
+            "node 3 of the plan repeats node 1 (echo with the same arguments); "
+            "the plan is cut before it",
+        )
+        (created,) = of(events, PlanCreatedEvent)
+        assert [n.id for n in created.nodes] == ["T1", "T2"]
+        assert [e.call_id for e in of(events, ToolCallEvent)] == ["T1", "T2"]
+        # The conversation holds the plan as it ran, and the stream was not read to its end.
+        join = agent.model.requests[-1]  # type: ignore[attr-defined]
+        (written,) = [m.content for m in join.messages if m.role == "assistant"]
+        assert [n["id"] for n in json.loads(written)["nodes"]] == ["T1", "T2"]
+        response = next(e for e in of(events, ModelResponseEvent) if e.purpose == "plan")
+        assert response.text.count('"echo"') < len(looping) + 2
+
+    async def test_a_node_repeated_with_other_dependencies_is_cut_too(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """Chained repeats (T3 after T2, T4 after T3, … all one search) are the same loop."""
+        agent = make_agent(
+            [
+                plan(
+                    node("T1", "search", query="x"),
+                    node("T2", "search", ["T1"], query="x"),
+                    node("T3", "search", ["T2"], query="x"),
+                ),
+                finish("x"),
+            ]
+        )
+        events = await run(agent)
+        assert [e.call_id for e in of(events, ToolCallEvent)] == ["T1"]
+        assert last(events).answer == "x"
 
 
 class TestReferences:
@@ -327,6 +395,34 @@ class TestJoiner:
         assert cached == {"A": False, "A@2": True, "B@2": False}
         assert last(events).answer == "2 and 6"
 
+    async def test_asked_in_the_plans_conversation(self, make_agent: MakeAgent) -> None:
+        """The joiner is asked after the plan, in its conversation (a local model reuses what it
+        computed for both), and a plan made next reads the results there, not again."""
+        first = plan(node("A", "add", a=1, b=1))
+        agent = make_agent(
+            [first, replan("also 3 + 3"), plan(node("B", "add", a=3, b=3)), finish("2 and 6")]
+        )
+        await run(agent)
+        plan1, join1, plan2, _ = agent.model.requests  # type: ignore[attr-defined]
+        assert join1.messages[: len(plan1.messages)] == plan1.messages
+        assert join1.messages[len(plan1.messages)].content == first
+        assert "- A add" in join1.messages[-1].content
+        assert plan2.messages[: len(join1.messages)] == join1.messages
+        assert json.loads(plan2.messages[-2].content)["reason"] == "also 3 + 3"
+        assert "also 3 + 3" in plan2.messages[-1].content
+        assert "- A add" not in plan2.messages[-1].content
+        # Planned again, it is sampled apart: greedy, the 1.5B wrote the same plan again.
+        assert (plan1.retry, plan2.retry) == (0, 1)
+
+    async def test_a_result_seen_before_is_named_not_repeated(self, make_agent: MakeAgent) -> None:
+        agent = make_agent(
+            [plan(node("A", "add", a=1, b=1), node("B", "add", a=2, b=0)), finish("2")]
+        )
+        await run(agent)
+        results = agent.model.requests[-1].messages[-1].content  # type: ignore[attr-defined]
+        assert "- A add" in results
+        assert '- B add {"a": 2, "b": 0} → ok: the same as A\'s' in results
+
     async def test_out_of_replans(self, make_agent: MakeAgent) -> None:
         agent = make_agent(
             [
@@ -355,6 +451,21 @@ def test_parse_problems_are_reported(broken: str, message: str) -> None:
     parser.feed(broken)
     with pytest.raises(ValueError, match=message):
         parser.finish()
+
+
+def test_a_cut_plan_parses() -> None:
+    """Cut after its first nodes (a repeat arrived), a plan in a code fence, its `plan` text
+    first, parses as those nodes with its text."""
+    from agentrt.parsing.plans import PlanStreamParser
+
+    parser = PlanStreamParser()
+    whole = plan(node("A", "add", a=1, b=1), node("B", "add", a=2, b=2), text="two sums")
+    parser.feed("```json\n")
+    fed = [n for i in range(0, len(whole), 7) for n in parser.feed(whole[i : i + 7])]
+    assert [n["id"] for n in fed] == ["A", "B"]
+    parser.cut(1)
+    text, obj = parser.finish()
+    assert (text, [n["id"] for n in obj["nodes"]]) == ("two sums", ["A"])
 
 
 class TestGolden:
@@ -388,5 +499,5 @@ class TestGolden:
             "s4": "population of results for capital of Germany",
         }
         join_request = agent.model.requests[-1]  # type: ignore[attr-defined]
-        assert "- s4 search" in join_request.messages[0].content
+        assert "- s4 search" in join_request.messages[-1].content
         assert last(events).answer == "Paris and Berlin, with their populations"
