@@ -45,7 +45,7 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.exceptions import ModelError
-from agentrt.execution import ToolOutcome, canonical_arguments
+from agentrt.execution import ToolOutcome
 from agentrt.models.base import Message, ModelRequest, TextChunk, ToolDefinition, UsageChunk
 from agentrt.parsing.answers import JSONProblem
 from agentrt.parsing.plans import PlanStreamParser
@@ -439,10 +439,7 @@ class _Dag:
         `written`. The 1.5B, once it repeats a node, writes it again until the node cap: a
         dozen identical searches, a minute of tokens (issue 24). The plan is cut before it
         (guard `repetition`), as a turn is that repeats a call."""
-        args = raw.get("args")
-        identity = (
-            f"{raw.get('tool')}:{canonical_arguments(args if isinstance(args, dict) else {})}"
-        )
+        identity = json.dumps([raw.get("tool"), raw.get("args")], sort_keys=True)
         if identity not in written:
             written.append(identity)
             return False
