@@ -262,6 +262,18 @@ class TestRepetition:
         assert [e.call_id for e in of(events, ToolCallEvent)] == ["T1"]
         assert last(events).answer == "x"
 
+    async def test_malformed_nodes_are_not_taken_for_repeats(self, make_agent: MakeAgent) -> None:
+        """Two nodes of one tool whose arguments are not objects differ: the whole-plan check
+        names both, the plan is not cut."""
+        broken = json.dumps(
+            {"plan": "", "nodes": [{**node(i, "echo"), "args": i} for i in ("A", "B")]}
+        )
+        agent = make_agent([broken, plan(node("T1", "echo", text="a")), finish("a")])
+        events = await run(agent)
+        assert not [e for e in of(events, GuardEvent) if e.kind == "repetition"]
+        (invalid,) = of(events, PlanInvalidEvent)
+        assert [p.split(" is ")[0] for p in invalid.problems] == ["node 1", "node 2"]
+
 
 class TestReferences:
     async def test_fields_are_read_from_results(self, make_agent: MakeAgent) -> None:
