@@ -31,7 +31,9 @@ The workspace (data/agents/multihop/workspace/: strategies `multihop_react`, `mu
 an SQLite FTS5 index of the paragraphs (`documents.db`). `search(query)` returns the top three
 paragraphs by BM25 (porter-stemmed, any word of the query may match), each `{title, text}`.
 react ends by answering in plain text (or the built-in `finish`); dag by its joiner; vm by
-its `final_answer`. The three strategies have the same step budget, 8 model turns.
+its `final_answer`. The three strategies have the same step budget, 8 model turns; react's
+first search is the question itself, made by the run (`first_calls`: the 1.5B answered most
+questions with no call otherwise), and dag may plan once per hop (`replans: 3`).
 
 How a run is scored: HotpotQA's. The answer and the truth are normalised (lower case, no
 punctuation, no articles a/an/the, spaces collapsed); `right` is exact match of the two, and
