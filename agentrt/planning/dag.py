@@ -85,7 +85,8 @@ def plan_schema(tools: Sequence[ToolDefinition], max_nodes: int = 12) -> dict[st
         "type": "object",
         "properties": {
             "plan": {"type": "string", "maxLength": PLAN_TEXT_CHARS},
-            "nodes": {"type": "array", "items": node, "maxItems": max_nodes},
+            # At least one node: an empty plan is refused, as an empty program is (`vm`).
+            "nodes": {"type": "array", "items": node, "minItems": 1, "maxItems": max_nodes},
         },
         "required": ["plan", "nodes"],
         "additionalProperties": False,

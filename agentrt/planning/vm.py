@@ -108,7 +108,11 @@ def program_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
         instructions.append(_instruction({"type": "string", "enum": ["calling"]}, parameters))
     return {
         "type": "object",
-        "properties": {"program": {"type": "array", "items": {"anyOf": instructions}}},
+        # At least one instruction: asked to repair a program, the 1.5B wrote `{"program": []}`,
+        # which the check refuses every time (issue 24).
+        "properties": {
+            "program": {"type": "array", "items": {"anyOf": instructions}, "minItems": 1}
+        },
         "required": ["program"],
         "additionalProperties": False,
     }

@@ -69,6 +69,7 @@ class TestPlanSchema:
             node("T1", "teleport", to="Mars"),
         ):
             assert list(validator.iter_errors({"plan": "p", "nodes": [wrong]})), wrong
+        assert list(validator.iter_errors({"plan": "p", "nodes": []}))
 
     def test_the_plans_text_is_bounded(self, workspace: Workspace) -> None:
         """A small model repeated one clause of it until its token cap cut the plan."""

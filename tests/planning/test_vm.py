@@ -59,6 +59,7 @@ class TestProgramSchema:
             assert list(validator.iter_errors({"program": [reasoning(), wrong]})), wrong
         long = reasoning(thoughts="x" * (THOUGHT_CHARS + 1))  # cut by a token cap, unbounded
         assert list(validator.iter_errors({"program": [long]}))
+        assert list(validator.iter_errors({"program": []}))  # a repair the 1.5B wrote, twice
         grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(schema)))
         assert llama_accepts(grammar, small_model_path)
 
