@@ -19,7 +19,7 @@ The default workspace (strategies/, tools/, prompts/, registry/, data/ of the re
 is copied into the run's `workdir` (`workspace/`), so the repository is never written; the
 trajectories, and the charts and files beside them, go to `workdir/trajectories/`.
 
-The data (`data/agents/analysis.yaml`): 70 questions written as users type them, in rounds of
+The data (`data/agents/analysis.yaml`): 91 questions written as users type them, in rounds of
 the seven kinds, so that the halves (`agents_common.half`: tuning the even positions, held-out
 the odd) take each kind about equally. An "order line" (the issue's "order") is one row: one
 day's sales of one category in one region through one channel. Each question carries a `truth`
