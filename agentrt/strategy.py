@@ -190,6 +190,9 @@ class PipelineVocabulary(BaseModel):
     average: list[str] = []
     """Words by which a question asks for an average ("average", "mean"): requirements that
     read no statistic get a summary, and the answer says the mean first (matched as `lowest`)."""
+    furthest: list[str] = []
+    """Words by which a question asks for the group furthest from the groups' average ("which
+    month deviates most?"): the answer names it first, above or below (matched as `lowest`)."""
 
 
 def load_vocabulary(path: Path) -> PipelineVocabulary:

@@ -257,9 +257,10 @@ def _reading(
     rows, the second's difference from the first and its percent change (a later period
     against an earlier one, and for periods whether it went up or down), and how many times
     the smaller the larger is (the ratio a "how many times more" or "A to B" question asks,
-    when both are positive); for more, the highest and the lowest row, and each group's
-    change when there are two periods (`_growth`). Rows are labelled by their groups,
-    periods as the grain writes them ("2024", "2024-Q3", "2024-03")."""
+    when both are positive); for more, the highest and the lowest row and the one furthest
+    from their mean (`_extremes`), and each group's change when there are two periods
+    (`_growth`). Rows are labelled by their groups, periods as the grain writes them ("2024",
+    "2024-Q3", "2024-03")."""
     values = result[metric]
     if not keys or len(result) < 2 or not values.notna().any():
         return {}
@@ -284,11 +285,23 @@ def _reading(
             (low, small), (high, large) = sorted(pair, key=lambda p: p[1])
             change["ratio"] = {"larger": high, "smaller": low, "times": round(large / small, 3)}
         return {"change": change}
+    return _growth(result, keys, metric, time_column, grain) | _extremes(values, labels)
+
+
+def _extremes(values: pd.Series, labels: list[str]) -> dict[str, Any]:
+    """The highest and the lowest of `values` (labelled in order by `labels`; gaps skipped),
+    their mean, and the one furthest from it, above or below: "which month deviates most from
+    the average month" was the lowest month, and the 1.5B's answer named the highest (issue
+    24)."""
     values = values.reset_index(drop=True)
-    top, bottom = int(values.idxmax()), int(values.idxmin())  # gaps skipped
-    return _growth(result, keys, metric, time_column, grain) | {
-        "highest": {labels[top]: _scalar(values.iloc[top])},
-        "lowest": {labels[bottom]: _scalar(values.iloc[bottom])},
+    top, bottom = int(values.idxmax()), int(values.idxmin())
+    high, low, mean = float(values.iloc[top]), float(values.iloc[bottom]), float(values.mean())
+    far = top if high - mean >= mean - low else bottom
+    return {
+        "highest": {labels[top]: _scalar(high)},
+        "lowest": {labels[bottom]: _scalar(low)},
+        "mean": _scalar(mean),
+        "furthest": {labels[far]: _scalar(values.iloc[far])},
     }
 
 
@@ -706,13 +719,9 @@ def detect_anomalies(
     if per not in (None, "unknown"):
         # The extremes too: the lowest day is asked for as "unusually low" and is seldom as
         # far below the mean as a spike is above it.
-        top, bottom = valid.idxmax(), valid.idxmin()
         when = frame[time_column]
-        out |= {
-            "per": per,
-            "highest": {period_label(when[top], per): _scalar(valid[top])},
-            "lowest": {period_label(when[bottom], per): _scalar(valid[bottom])},
-        }
+        labels = [period_label(when[i], per) for i in valid.index]
+        out |= {"per": per} | _extremes(valid, labels)
     if method == "zscore":
         mean, std = float(valid.mean()), float(valid.std())
         spread = std if std > 0 and math.isfinite(std) else 0.0

@@ -49,6 +49,8 @@ CATEGORIES = {
 DATES = {"date": {"min": "2023-01-01", "max": "2024-12-31", "type": "text"}}
 NO_TIME = {"column": None, "grain": "unknown"}
 
+QUESTION_FURTHEST = "Which month's revenue deviates the most from the average month?"
+
 
 @pytest.fixture(scope="module")
 def default_workspace() -> Workspace:
@@ -394,6 +396,38 @@ async def test_which_period_is_read_off_the_totals_per_period(
     assert end.status == "ok", end.error
     totals = sales.groupby(sales.date.dt.to_period(grain))["revenue"].sum()
     assert f"Highest: {totals.idxmax()} ({totals.max():,.2f})" in (end.answer or "")
+
+
+@pytest.mark.parametrize("question", [QUESTION_FURTHEST, "Which month had the highest revenue?"])
+async def test_the_month_furthest_from_the_average_is_named_first_when_asked(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame, question: str
+) -> None:
+    """The held-out miss of issue 24: "deviates the most" was the lowest month, and the answer
+    named the highest first. Asked for, the month furthest from the mean, above or below, is
+    named first; not asked, the highest still is."""
+    read = {"group_by": ["month"], "time": {"column": "date", "grain": "month"}}
+    requirements = asked(outputs=["chart", "table"], **read)
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("summary"), requirements, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    totals = sales.groupby(sales.date.dt.to_period("M"))["revenue"].sum()
+    mean = totals.mean()
+    furthest = (totals - mean).abs().idxmax()
+    assert furthest == totals.idxmin()  # the data's lowest month is the one further out
+    answer = end.answer or ""
+    named = [line for line in answer.splitlines() if line.startswith(("Furthest", "Highest"))]
+    if question == QUESTION_FURTHEST:
+        gap = totals[furthest] - mean
+        assert named[0] == (
+            f"Furthest from the average ({mean:,.2f}): {furthest} "
+            f"({totals[furthest]:,.2f}, {gap:+,.2f})."
+        )
+        assert answer.index(str(furthest)) < answer.index(str(totals.idxmax()))
+    else:
+        assert named[0].startswith(f"Highest: {totals.idxmax()} ")
+        assert "Furthest" not in answer
 
 
 async def test_show_the_distribution_of_order_revenue(
@@ -1293,6 +1327,7 @@ def test_the_answer_reads_a_change_with_no_percent_or_ratio(default_workspace: W
         requirements={},
         lowest_first=False,
         average=False,
+        furthest=False,
         steps=[],
         files=["chart.png"],
         tables=[],

@@ -509,6 +509,9 @@ def test_more_rows_name_their_highest_and_lowest(use: Call, sales: pd.DataFrame)
     by_month = sales.groupby(pd.to_datetime(sales.date).dt.to_period("M"))["revenue"].sum()
     assert out["highest"] == {str(by_month.idxmax()): pytest.approx(by_month.max(), abs=0.01)}
     assert out["lowest"] == {str(by_month.idxmin()): pytest.approx(by_month.min(), abs=0.01)}
+    assert out["mean"] == pytest.approx(by_month.mean(), abs=0.01)
+    far = (by_month - by_month.mean()).abs().idxmax()
+    assert out["furthest"] == {str(far): pytest.approx(by_month[far], abs=0.01)}
     by_both = use("aggregate", metrics=["revenue"], group_by=["region", "channel"], name="both")
     cells = sales.groupby(["region", "channel"])["revenue"].sum()
     assert list(by_both["highest"]) == [" / ".join(cells.idxmax())]
@@ -630,6 +633,8 @@ def test_the_injected_spikes_are_the_anomalies_of_daily_revenue(
     daily = sales.groupby("date")["revenue"].sum()
     assert out["highest"] == {daily.idxmax(): pytest.approx(daily.max(), abs=0.01)}
     assert out["lowest"] == {daily.idxmin(): pytest.approx(daily.min(), abs=0.01)}
+    far = (daily - daily.mean()).abs().idxmax()
+    assert out["furthest"] == {far: pytest.approx(daily[far], abs=0.01)}
 
 
 def test_the_spiked_rows_top_the_anomalies_of_raw_rows(use: Call, sample: ModuleType) -> None:

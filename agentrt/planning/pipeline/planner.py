@@ -582,6 +582,7 @@ class _Pipeline:
             requirements=r.model_dump(mode="json"),
             lowest_first=self._says(self.vocabulary.lowest),
             average=self._says(self.vocabulary.average),
+            furthest=self._says(self.vocabulary.furthest),
             steps=[s.model_dump(mode="json") for s in steps if s.id in done.results],
             files=done.files,
             tables=done.tables,
