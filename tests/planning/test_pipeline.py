@@ -4,6 +4,7 @@ the model answers the three JSON questions, the deterministic parts hold the lin
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, get_args
 
@@ -38,6 +39,7 @@ from agentrt.planning.pipeline import (
     requirement_labels,
 )
 from agentrt.trajectory.writer import trajectory_path
+from agentrt.workspace import default_workspace_path
 from tests.analysis_answers import ASKED, INTENT, NO_CHANGE, QUESTION
 from tests.helpers import check_stream, last
 
@@ -359,6 +361,34 @@ async def test_the_narrowed_tools_cover_every_requirement(
     )
     assert narrowed.missed == []
     assert len(names) <= 10 + 2
+
+
+async def test_a_plan_that_passes_runs_as_completed_when_the_strategy_says_so(
+    tmp_path: Path,
+) -> None:
+    """`adapt_covered: false`: the completed plan passed the gate, so the model is not asked
+    to change it (its changes took 60-80 % of a run on 2 cores); the coverage event still
+    says the gate passed, and the run answers as the adapted one does."""
+    root = tmp_path / "ws"
+    for part in ("strategies", "tools", "prompts", "registry", "data"):
+        shutil.copytree(default_workspace_path() / part, root / part)
+    strategy = root / "strategies" / "analysis.yaml"
+    text = strategy.read_text(encoding="utf-8")
+    strategy.write_text(text.replace("pipeline:\n", "pipeline:\n  adapt_covered: false\n"))
+    events, model = await run(Workspace(root), tmp_path, INTENT, ASKED)
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert [r.purpose for r in model.requests] == ["intent", "requirements"]
+    assert [(c.attempt, c.ok, c.missing) for c in of(events, CoverageEvent)] == [(0, True, [])]
+    assert not of(events, PlanAdaptedEvent)
+    adapted, _ = await run(Workspace(), tmp_path, INTENT, ASKED, NO_CHANGE)
+    assert called(events) == called(adapted)
+
+    def read(answer: str | None) -> list[str]:  # but for the files' paths, which name the run
+        return [line for line in (answer or "").splitlines() if str(tmp_path) not in line]
+
+    assert read(end.answer) == read(last(adapted).answer)
+    assert "Files written:" in read(end.answer)
 
 
 async def test_adaptation_prompts_show_the_plan(

@@ -348,19 +348,23 @@ class _Pipeline:
         steps: list[PipelineStep],
         payload: str | None = None,
     ) -> list[PipelineStep] | None:
-        """Complete the plan, let the model change it, and hold the result to the gate:
-        retries carry the exact payload; then steps no requirement justifies are removed,
-        removed steps that covered a requirement are put back, the plan is completed again,
-        and a requirement still uncovered fails the run. None when the budget is spent."""
+        """Complete the plan, let the model change it (unless the completed plan passes and
+        the strategy says `adapt_covered: false`), and hold the result to the gate: retries
+        carry the exact payload; then steps no requirement justifies are removed, removed steps
+        that covered a requirement are put back, the plan is completed again, and a requirement
+        still uncovered fails the run. None when the budget is spent."""
         load = self.protocol.step
         if not steps or steps[0].id != load:
             steps = [self._load_step(), *(s for s in steps if s.id != load)]
         steps, removed, added = self._complete(steps, requirements, offered)
         completed = self._coverage(steps, requirements, offered)
-        if removed or added:
+        as_completed = completed.ok and payload is None and not self.policy.adapt_covered
+        if removed or added or as_completed:
             self._emit_coverage(0, completed, removed, [], added)
         if completed.ok and self.checked is None:
             self.checked = steps
+        if as_completed:
+            return steps
         before = steps
         tools = self.task.tools
         for attempt in range(1, self.policy.adaptations + 1):
