@@ -1118,6 +1118,35 @@ async def test_a_value_named_once_of_a_grouped_column_is_no_filter(
     assert "filter_rows" not in called(events)
 
 
+async def test_a_value_named_once_is_a_filter_when_others_are_compared(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's reading of "online vs store for clothing": grouped by category and channel,
+    filtered by the two channels only. The question compares channels, so the one category it
+    names is a filter, and the answer's difference is clothing's."""
+    read = asked(
+        group_by=["product_category", "channel"],
+        analysis=["compare"],
+        filters={"where": {"channel": ["Online", "Store"]}, "period": "2024"},
+    )
+    question = (
+        "How does online compare to store for clothing revenue in 2024? What's the difference?"
+    )
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("comparative"), read, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.requirements["filters"]["where"] == {
+        "channel": ["Online", "Store"],
+        "product_category": ["Clothing"],
+    }
+    clothing = sales[(sales.date.dt.year == 2024) & (sales.product_category == "Clothing")]
+    online, store = clothing.groupby("channel")["revenue"].sum()[["Online", "Store"]]
+    assert f"a difference of {money(store - online)}" in (end.answer or "")
+
+
 async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:

@@ -342,14 +342,21 @@ def with_named_values(
     and a note of each: the 1.5B read "compare electronics and clothing revenue by quarter"
     as every category by quarter (issue 24). A column the model filters already is left as
     it is; so is one it groups by when the question names one of its values only ("which
-    region beat the East?" compares the East with the others)."""
+    region beat the East?" compares the East with the others), unless the question compares
+    values of another column: "online vs store for clothing" is of clothing only (the 1.5B
+    grouped by category, and the answer compared every category)."""
     question = query.lower()
     grouped = {c.lower() for c in r.group_by}
     where = dict(r.filters.where)
     notes: list[str] = []
-    for column, values in (categories or {}).items():
-        named = [v for v in values if _holds(question, v.lower())]
-        if column in where or not named or (column.lower() in grouped and len(named) == 1):
+    named_in = {
+        column: [v for v in values if _holds(question, v.lower())]
+        for column, values in (categories or {}).items()
+    }
+    for column, named in named_in.items():
+        compared = any(len(n) > 1 for c, n in named_in.items() if c != column)
+        one_of_a_grouping = column.lower() in grouped and len(named) == 1
+        if column in where or not named or (one_of_a_grouping and not compared):
             continue
         where[column] = named
         notes.append(f"filters.where.{column}=[{', '.join(named)}]: named in the question")
