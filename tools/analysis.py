@@ -257,10 +257,10 @@ def _reading(
     rows, the second's difference from the first and its percent change (a later period
     against an earlier one, and for periods whether it went up or down), and how many times
     the smaller the larger is (the ratio a "how many times more" or "A to B" question asks,
-    when both are positive); for more, the highest and the lowest row and the one furthest
-    from their mean (`_extremes`), and each group's change when there are two periods
-    (`_growth`). Rows are labelled by their groups, periods as the grain writes them ("2024",
-    "2024-Q3", "2024-03")."""
+    when both are positive), and for two groups that are not periods which is higher; for
+    more, the highest and the lowest row and the one furthest from their mean (`_extremes`),
+    and each group's change when there are two periods (`_growth`). Rows are labelled by
+    their groups, periods as the grain writes them ("2024", "2024-Q3", "2024-03")."""
     values = result[metric]
     if not keys or len(result) < 2 or not values.notna().any():
         return {}
@@ -284,7 +284,11 @@ def _reading(
             pair = zip(labels, (first, second), strict=True)
             (low, small), (high, large) = sorted(pair, key=lambda p: p[1])
             change["ratio"] = {"larger": high, "smaller": low, "times": round(large / small, 3)}
-        return {"change": change}
+        if time_column is not None:
+            return {"change": change}
+        # Two groups, not periods: "which channel made more?" is answered by the higher one,
+        # which the change (in the rows' order) named second (issue 24).
+        return {"change": change} | _extremes(values, labels)
     return _growth(result, keys, metric, time_column, grain) | _extremes(values, labels)
 
 

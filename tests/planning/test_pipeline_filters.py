@@ -1147,6 +1147,37 @@ async def test_a_value_named_once_is_a_filter_when_others_are_compared(
     assert f"a difference of {money(store - online)}" in (end.answer or "")
 
 
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("Which channel made more revenue in Q4 2024?", "Higher"),
+        ("Which channel made less revenue in Q4 2024?", "Lower"),
+    ],
+)
+async def test_of_two_groups_the_one_asked_for_is_named_first(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame, question: str, first: str
+) -> None:
+    """Two groups' totals read as a change name them in the rows' order ("Store against
+    Online"), and the 1.5B's run was scored as naming Store for "which made more": the higher
+    and the lower come first, the one the question asks for before the other."""
+    read = asked(
+        group_by=["channel"], analysis=["total"], filters={"where": {}, "period": "2024-Q4"}
+    )
+    events, _ = await run(
+        default_workspace, tmp_path, question, intent("comparative"), read, NO_CHANGE
+    )
+    end = last(events)
+    assert end.status == "ok", end.error
+    q4 = sales[(sales.date.dt.year == 2024) & (sales.date.dt.quarter == 4)]
+    totals = q4.groupby("channel")["revenue"].sum()
+    named = totals.idxmax() if first == "Higher" else totals.idxmin()
+    other = totals.idxmin() if first == "Higher" else totals.idxmax()
+    answer = end.answer or ""
+    assert f"{first}: {named} ({money(totals[named])}); " in answer
+    assert answer.index(named) < answer.index(other)
+    assert f"{totals.index[1]} against {totals.index[0]}: a difference of " in answer
+
+
 async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:

@@ -500,6 +500,8 @@ def test_two_rows_say_their_difference_and_percent_change(
     by_channel = two.groupby("channel")["revenue"].sum().sort_values(ascending=False)
     ratio = channels["change"]["ratio"]
     assert (ratio["larger"], ratio["smaller"]) == tuple(by_channel.index)
+    assert list(channels["highest"]) == [by_channel.index[0]]  # two groups: which is higher
+    assert "highest" not in out  # two periods: the change says it, up or down
     assert ratio["times"] == pytest.approx(by_channel.iloc[0] / by_channel.iloc[1], abs=0.001)
 
 
