@@ -195,6 +195,10 @@ class PipelineVocabulary(BaseModel):
     average: list[str] = []
     """Words by which a question asks for an average ("average", "mean"): requirements that
     read no statistic get a summary, and the answer says the mean first (matched as `lowest`)."""
+    share: list[str] = []
+    """Words by which a question asks for a part's share of a whole ("what percent of revenue
+    did electronics make?"): a filter on a grouped column is dropped, and the answer gives
+    each group's share first (matched as `lowest`)."""
     furthest: list[str] = []
     """Words by which a question asks for the group furthest from the groups' average ("which
     month deviates most?"): the answer names it first, above or below (matched as `lowest`)."""

@@ -246,6 +246,8 @@ def aggregate(
     if len(metrics) == 1:
         grain_used = extra.get("grain", "exact")
         extra |= _reading(result, keys, metrics[0], time_column, grain_used)
+        if agg == "sum" and time_column is None:
+            extra |= _shares(result, keys, metrics[0])
     return _describe(name, result) | {"agg": agg, "group_by": groups} | extra
 
 
@@ -290,6 +292,19 @@ def _reading(
         # which the change (in the rows' order) named second (issue 24).
         return {"change": change} | _extremes(values, labels)
     return _growth(result, keys, metric, time_column, grain) | _extremes(values, labels)
+
+
+def _shares(result: pd.DataFrame, keys: list[str], metric: str) -> dict[str, Any]:
+    """Each group's share of the total in percent, largest first, for totals of groups that
+    are all positive: what "what percent of revenue did electronics account for?" asks (the
+    1.5B filtered electronics first, and its share was 100 %, issue 24)."""
+    values = result[metric]
+    if len(result) < 2 or not (values > 0).all():
+        return {}
+    labels = [" / ".join(str(_scalar(v)) for v in row) for row in result[keys].to_numpy()]
+    percent = (values / values.sum() * 100).round(2).to_numpy()
+    ranked = sorted(zip(labels, percent, strict=True), key=lambda p: -p[1])
+    return {"shares": {label: _scalar(share) for label, share in ranked}}
 
 
 def _extremes(values: pd.Series, labels: list[str]) -> dict[str, Any]:

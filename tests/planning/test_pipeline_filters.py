@@ -1178,6 +1178,30 @@ async def test_of_two_groups_the_one_asked_for_is_named_first(
     assert f"{totals.index[1]} against {totals.index[0]}: a difference of " in answer
 
 
+async def test_a_share_is_of_every_group_and_answered_first(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's reading of "what percent of total revenue did electronics account for?":
+    grouped by category, filtered to electronics (a share of 100 %). A share is of all the
+    groups: the filter is dropped, and the answer gives each group's share first."""
+    read = asked(
+        group_by=["product_category"],
+        analysis=["total", "compare"],
+        filters={"where": {"product_category": ["Electronics"]}, "period": None},
+    )
+    question = "What percent of total revenue did electronics account for?"
+    events, _ = await run(default_workspace, tmp_path, question, intent("summary"), read, NO_CHANGE)
+    end = last(events)
+    assert end.status == "ok", end.error
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.requirements["filters"]["where"] == {}
+    assert "filters.where.product_category: a share is of all its groups" in requirements.dropped
+    shares = sales.groupby("product_category")["revenue"].sum() / sales.revenue.sum() * 100
+    first = next(line for line in (end.answer or "").splitlines() if line.startswith("Share"))
+    assert first.startswith(f"Share of the total: {shares.idxmax()} {shares.max():,.2f} %; ")
+    assert f"Electronics {shares['Electronics']:,.2f} %" in first
+
+
 async def test_a_requirement_no_template_step_can_serve_still_fails_the_plan(
     default_workspace: Workspace, tmp_path: Path
 ) -> None:
@@ -1388,6 +1412,7 @@ def test_the_answer_reads_a_change_with_no_percent_or_ratio(default_workspace: W
         lowest_first=False,
         average=False,
         furthest=False,
+        share=False,
         steps=[],
         files=["chart.png"],
         tables=[],

@@ -517,6 +517,11 @@ def test_more_rows_name_their_highest_and_lowest(use: Call, sales: pd.DataFrame)
     by_both = use("aggregate", metrics=["revenue"], group_by=["region", "channel"], name="both")
     cells = sales.groupby(["region", "channel"])["revenue"].sum()
     assert list(by_both["highest"]) == [" / ".join(cells.idxmax())]
+    regions = sales.groupby("region")["revenue"].sum()
+    shares = use("aggregate", metrics=["revenue"], group_by=["region"], name="regions")["shares"]
+    assert list(shares) == list(regions.sort_values(ascending=False).index)
+    assert shares == pytest.approx((regions / regions.sum() * 100).to_dict(), abs=0.01)
+    assert "shares" not in out  # totals per month: a share of a period is not asked so
     # Several metrics, or one total: nothing to read off.
     two = use("aggregate", metrics=["revenue", "units"], group_by=["region"], name="two")
     total = use("aggregate", metrics=["revenue"], name="total")

@@ -68,6 +68,7 @@ from agentrt.planning.pipeline.requirements import (
     grain_in_group_by,
     groups_in_columns,
     metrics_in_question,
+    of_the_whole,
     on_columns,
     on_values,
     requirement_texts,
@@ -284,7 +285,9 @@ class _Pipeline:
             raise PipelineFailed(msg)
         found, filled = with_time_column(found, self.task.query, list(dates))
         found, average = with_average(found, self._says(self.vocabulary.average))
+        found, whole = of_the_whole(found, self._says(self.vocabulary.share))
         filled += average
+        dropped += whole
         self.ctx.emit(
             RequirementsEvent,
             requirements=found.model_dump(mode="json"),
@@ -587,6 +590,7 @@ class _Pipeline:
             lowest_first=self._says(self.vocabulary.lowest),
             average=self._says(self.vocabulary.average),
             furthest=self._says(self.vocabulary.furthest),
+            share=self._says(self.vocabulary.share),
             steps=[s.model_dump(mode="json") for s in steps if s.id in done.results],
             files=done.files,
             tables=done.tables,

@@ -431,6 +431,20 @@ def with_average(r: Requirements, asked: bool) -> tuple[Requirements, list[str]]
     ]
 
 
+def of_the_whole(r: Requirements, asked: bool) -> tuple[Requirements, list[str]]:
+    """A share asked for (`asked`) is of every group: a filter on a column `r` groups by is
+    dropped. The 1.5B grouped "what percent of total revenue did electronics account for?"
+    by category and kept only electronics, whose share was then 100 %."""
+    grouped = set(r.group_by)
+    gone = [c for c in r.filters.where if c in grouped]
+    if not asked or not gone:
+        return r, []
+    where = {c: v for c, v in r.filters.where.items() if c not in grouped}
+    filters = r.filters.model_copy(update={"where": where})
+    notes = [f"filters.where.{c}: a share is of all its groups" for c in gone]
+    return r.model_copy(update={"filters": filters}), notes
+
+
 def requirement_texts(r: Requirements) -> list[str]:
     """Retrieval queries, one per requirement."""
     texts = [f"{a} of {', '.join(r.metrics) or 'the data'}" for a in r.analysis]
