@@ -4,7 +4,6 @@ the model answers the three JSON questions, the deterministic parts hold the lin
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any, get_args
 
@@ -39,14 +38,18 @@ from agentrt.planning.pipeline import (
     requirement_labels,
 )
 from agentrt.trajectory.writer import trajectory_path
-from agentrt.workspace import default_workspace_path
-from tests.analysis_answers import ASKED, INTENT, NO_CHANGE, QUESTION
+from tests.analysis_answers import ASKED, INTENT, NO_CHANGE, QUESTION, adapting_workspace
 from tests.helpers import check_stream, last
 
 
 @pytest.fixture(scope="module")
 def default_workspace() -> Workspace:
     return Workspace()
+
+
+@pytest.fixture(scope="module")
+def adapting(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    return adapting_workspace(tmp_path_factory.mktemp("adapting"))
 
 
 def of(events: list[Event], kind: type[Any]) -> list[Any]:
@@ -124,7 +127,7 @@ async def test_analysis_the_question_gives_no_cue_for_is_dropped(
 
 
 async def test_missing_coverage_gets_one_retry_with_the_exact_payload(
-    default_workspace: Workspace, tmp_path: Path
+    adapting: Workspace, tmp_path: Path
 ) -> None:
     drop_totals = {"changes": [{"op": "remove", "step": "totals", "rationale": "not needed"}]}
     put_back = {
@@ -146,7 +149,7 @@ async def test_missing_coverage_gets_one_retry_with_the_exact_payload(
             }
         ]
     }
-    events, model = await run(default_workspace, tmp_path, INTENT, ASKED, drop_totals, put_back)
+    events, model = await run(adapting, tmp_path, INTENT, ASKED, drop_totals, put_back)
     assert last(events).status == "ok"
     first, second = of(events, CoverageEvent)
     assert first.missing == ["analysis.total", "group_by=[region, product_category]"]
@@ -157,9 +160,7 @@ async def test_missing_coverage_gets_one_retry_with_the_exact_payload(
     assert "aggregate" in called(events)
 
 
-async def test_grouping_after_the_chart_does_not_count(
-    default_workspace: Workspace, tmp_path: Path
-) -> None:
+async def test_grouping_after_the_chart_does_not_count(adapting: Workspace, tmp_path: Path) -> None:
     """group_by is met only by an aggregate that precedes plotting; when the model's plan has
     none after its retry, the check adds one where it counts."""
     move = {
@@ -175,7 +176,7 @@ async def test_grouping_after_the_chart_does_not_count(
             },
         ]
     }
-    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, move, move)
+    events, _ = await run(adapting, tmp_path, INTENT, ASKED, move, move)
     coverage = [(c.attempt, c.missing, c.added) for c in of(events, CoverageEvent)]
     assert coverage == [
         (1, ["group_by=[region, product_category]"], []),
@@ -196,7 +197,7 @@ async def test_grouping_after_the_chart_does_not_count(
 
 
 async def test_unjustified_steps_are_named_then_removed(
-    default_workspace: Workspace, tmp_path: Path
+    adapting: Workspace, tmp_path: Path
 ) -> None:
     add_anomalies = {
         "changes": [
@@ -210,7 +211,7 @@ async def test_unjustified_steps_are_named_then_removed(
             }
         ]
     }
-    events, model = await run(default_workspace, tmp_path, INTENT, ASKED, add_anomalies, NO_CHANGE)
+    events, model = await run(adapting, tmp_path, INTENT, ASKED, add_anomalies, NO_CHANGE)
     assert last(events).status == "ok"
     first, second, final = of(events, CoverageEvent)
     assert first.unjustified == second.unjustified == ["spikes"]
@@ -221,7 +222,7 @@ async def test_unjustified_steps_are_named_then_removed(
 
 
 async def test_safe_repairs_are_logged_and_a_semantic_one_runs_the_checked_plan(
-    default_workspace: Workspace, tmp_path: Path
+    adapting: Workspace, tmp_path: Path
 ) -> None:
     """A column's casing is repaired; a metric the data lacks is not (that would change the
     analysis): the plan the gate passed before the model's changes runs instead."""
@@ -231,7 +232,7 @@ async def test_safe_repairs_are_logged_and_a_semantic_one_runs_the_checked_plan(
             {"op": "modify", "step": "totals", "params": {"metrics": ["profit"]}},
         ]
     }
-    events, model = await run(default_workspace, tmp_path, INTENT, ASKED, sloppy)
+    events, model = await run(adapting, tmp_path, INTENT, ASKED, sloppy)
     end = last(events)
     assert end.status == "ok", end.error
     repairs = [(r.step, r.param, r.before, r.after, r.applied) for r in of(events, RepairEvent)]
@@ -247,7 +248,7 @@ async def test_safe_repairs_are_logged_and_a_semantic_one_runs_the_checked_plan(
 
 
 async def test_a_checked_plan_that_fails_as_it_runs_is_replanned_with_why(
-    default_workspace: Workspace, tmp_path: Path
+    adapting: Workspace, tmp_path: Path
 ) -> None:
     """Revenue by date as bars: 731 bars do not fit a bar chart. The model, told why, draws
     a line instead."""
@@ -255,7 +256,7 @@ async def test_a_checked_plan_that_fails_as_it_runs_is_replanned_with_why(
     comparative = {"primary_intent": "comparative", "confidence": 0.9}
     line = {"changes": [{"op": "modify", "step": "chart", "tool": "plot_line"}]}
     events, model = await run(
-        default_workspace,
+        adapting,
         tmp_path,
         comparative,
         read,
@@ -270,9 +271,7 @@ async def test_a_checked_plan_that_fails_as_it_runs_is_replanned_with_why(
     assert called(events)[-2:] == ["plot_line", "save_dataframe"]
 
 
-async def test_a_missing_data_handle_is_repaired(
-    default_workspace: Workspace, tmp_path: Path
-) -> None:
+async def test_a_missing_data_handle_is_repaired(adapting: Workspace, tmp_path: Path) -> None:
     add_stats = {
         "changes": [
             {
@@ -284,7 +283,7 @@ async def test_a_missing_data_handle_is_repaired(
             }
         ]
     }
-    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, add_stats)
+    events, _ = await run(adapting, tmp_path, INTENT, ASKED, add_stats)
     assert last(events).status == "ok"
     repair = next(r for r in of(events, RepairEvent) if r.step == "stats")
     # The last frame a step made is the one a step without a handle means.
@@ -363,25 +362,20 @@ async def test_the_narrowed_tools_cover_every_requirement(
     assert len(names) <= 10 + 2
 
 
-async def test_a_plan_that_passes_runs_as_completed_when_the_strategy_says_so(
-    tmp_path: Path,
+async def test_a_plan_that_passes_runs_as_completed(
+    default_workspace: Workspace, adapting: Workspace, tmp_path: Path
 ) -> None:
-    """`adapt_covered: false`: the completed plan passed the gate, so the model is not asked
-    to change it (its changes took 60-80 % of a run on 2 cores); the coverage event still
-    says the gate passed, and the run answers as the adapted one does."""
-    root = tmp_path / "ws"
-    for part in ("strategies", "tools", "prompts", "registry", "data"):
-        shutil.copytree(default_workspace_path() / part, root / part)
-    strategy = root / "strategies" / "analysis.yaml"
-    text = strategy.read_text(encoding="utf-8")
-    strategy.write_text(text.replace("pipeline:\n", "pipeline:\n  adapt_covered: false\n"))
-    events, model = await run(Workspace(root), tmp_path, INTENT, ASKED)
+    """The analysis strategy's `adapt_covered: false`: the completed plan passed the gate, so
+    the model is not asked to change it (its changes took 60-80 % of a run on 2 cores); the
+    coverage event still says the gate passed, and the run answers as an adapted one does."""
+    events, model = await run(default_workspace, tmp_path, INTENT, ASKED)
     end = last(events)
     assert end.status == "ok", end.error
     assert [r.purpose for r in model.requests] == ["intent", "requirements"]
     assert [(c.attempt, c.ok, c.missing) for c in of(events, CoverageEvent)] == [(0, True, [])]
     assert not of(events, PlanAdaptedEvent)
-    adapted, _ = await run(Workspace(), tmp_path, INTENT, ASKED, NO_CHANGE)
+    adapted, asked = await run(adapting, tmp_path, INTENT, ASKED, NO_CHANGE)
+    assert [r.purpose for r in asked.requests] == ["intent", "requirements", "adapt"]
     assert called(events) == called(adapted)
 
     def read(answer: str | None) -> list[str]:  # but for the files' paths, which name the run
@@ -391,10 +385,8 @@ async def test_a_plan_that_passes_runs_as_completed_when_the_strategy_says_so(
     assert "Files written:" in read(end.answer)
 
 
-async def test_adaptation_prompts_show_the_plan(
-    default_workspace: Workspace, tmp_path: Path
-) -> None:
-    events, model = await run(default_workspace, tmp_path, INTENT, ASKED, NO_CHANGE)
+async def test_adaptation_prompts_show_the_plan(adapting: Workspace, tmp_path: Path) -> None:
+    events, model = await run(adapting, tmp_path, INTENT, ASKED, NO_CHANGE)
     prompt = adapt_prompts(model)[0]
     assert '- totals: aggregate {"metrics": ["revenue"], "group_by": ["region", ' in prompt
     assert "requirement labels: data, analysis.total, analysis.trend, group_by" in prompt
@@ -432,12 +424,12 @@ def test_restating_a_step_as_an_addition_modifies_it() -> None:
 
 
 async def test_a_covering_step_the_model_keeps_removing_is_put_back(
-    default_workspace: Workspace, tmp_path: Path
+    adapting: Workspace, tmp_path: Path
 ) -> None:
     """Small models delete template steps they were meant to keep: after the retry, the gate
     restores the removed steps that covered a requirement, in their place, and says so."""
     drop_totals = {"changes": [{"op": "remove", "step": "totals", "rationale": "not needed"}]}
-    events, _ = await run(default_workspace, tmp_path, INTENT, ASKED, drop_totals, NO_CHANGE)
+    events, _ = await run(adapting, tmp_path, INTENT, ASKED, drop_totals, NO_CHANGE)
     end = last(events)
     assert end.status == "ok", end.error
     first, second, final = of(events, CoverageEvent)

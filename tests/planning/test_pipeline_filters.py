@@ -37,7 +37,7 @@ from agentrt.planning.pipeline.requirements import (
     with_time_column,
     without_uncued,
 )
-from tests.analysis_answers import NO_CHANGE
+from tests.analysis_answers import NO_CHANGE, adapting_workspace
 from tests.helpers import check_stream, last
 
 SALES = Path(__file__).resolve().parents[2] / "data" / "sales.csv"
@@ -55,6 +55,11 @@ QUESTION_FURTHEST = "Which month's revenue deviates the most from the average mo
 @pytest.fixture(scope="module")
 def default_workspace() -> Workspace:
     return Workspace()
+
+
+@pytest.fixture(scope="module")
+def adapting(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    return adapting_workspace(tmp_path_factory.mktemp("adapting"))
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +291,7 @@ async def test_a_grouping_by_no_column_is_dropped_once_the_model_was_told(
 
 
 async def test_a_plan_run_again_starts_from_the_data_as_loaded(
-    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+    adapting: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
     """The 1.5B's change added a step with arguments its tool does not take, so the changed
     plan failed after its filter and aggregate had run; the plan the gate had passed then ran
@@ -314,7 +319,7 @@ async def test_a_plan_run_again_starts_from_the_data_as_loaded(
         "satisfies": ["analysis.compare", "outputs.table"],
     }
     events, _ = await run(
-        default_workspace,
+        adapting,
         tmp_path,
         question,
         intent("comparative"),
@@ -431,7 +436,7 @@ async def test_the_month_furthest_from_the_average_is_named_first_when_asked(
 
 
 async def test_show_the_distribution_of_order_revenue(
-    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+    adapting: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
     """The issue's failure: the model invented `group_by: [region, product_category]` for a
     distribution, and the gate demanded it three times. It is dropped, the plan is made."""
@@ -440,7 +445,7 @@ async def test_show_the_distribution_of_order_revenue(
         group_by=["region", "product_category"], analysis=["distribution"], outputs=["chart"]
     )
     events, model = await run(
-        default_workspace, tmp_path, question, intent("distribution"), invented, NO_CHANGE
+        adapting, tmp_path, question, intent("distribution"), invented, NO_CHANGE
     )
     end = last(events)
     assert end.status == "ok", end.error
@@ -634,7 +639,7 @@ among a step's parameters."""
 
 
 async def test_the_0_5b_model_s_restated_plan_is_repaired_not_refused(
-    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+    adapting: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
     question = "show the distribution of order revenue"
     read = asked(
@@ -643,9 +648,7 @@ async def test_the_0_5b_model_s_restated_plan_is_repaired_not_refused(
         analysis=["distribution"],
         outputs=["table"],
     )
-    events, _ = await run(
-        default_workspace, tmp_path, question, intent("distribution"), read, RESTATED
-    )
+    events, _ = await run(adapting, tmp_path, question, intent("distribution"), read, RESTATED)
     end = last(events)
     assert end.status == "ok", end.error
     # A restatement naming fewer labels keeps those its tool served: outputs.table stays covered.
@@ -762,7 +765,7 @@ async def test_a_filter_under_a_column_the_data_lacks_moves_to_the_one_holding_i
 
 
 async def test_a_filter_step_that_keeps_other_rows_does_not_cover_and_is_named(
-    default_workspace: Workspace, tmp_path: Path
+    adapting: Workspace, tmp_path: Path
 ) -> None:
     question = "which region had the highest revenue in 2024?"
     requirements = asked(
@@ -771,7 +774,7 @@ async def test_a_filter_step_that_keeps_other_rows_does_not_cover_and_is_named(
     drift = {"changes": [{"op": "modify", "step": "filter", "params": {"period": "2023"}}]}
     back = {"changes": [{"op": "modify", "step": "filter", "params": {"period": "2024"}}]}
     events, model = await run(
-        default_workspace,
+        adapting,
         tmp_path,
         question,
         intent("comparative"),
@@ -788,7 +791,7 @@ async def test_a_filter_step_that_keeps_other_rows_does_not_cover_and_is_named(
 
 
 async def test_a_filter_after_the_aggregate_does_not_cover(
-    default_workspace: Workspace, tmp_path: Path
+    adapting: Workspace, tmp_path: Path
 ) -> None:
     """Rows filtered after they were totalled change nothing: the filter must come first."""
     question = "which region had the highest revenue in 2024?"
@@ -809,7 +812,7 @@ async def test_a_filter_after_the_aggregate_does_not_cover(
         ]
     }
     events, _ = await run(
-        default_workspace, tmp_path, question, intent("comparative"), requirements, late, late
+        adapting, tmp_path, question, intent("comparative"), requirements, late, late
     )
     assert last(events).status == "ok"
     coverage = of(events, CoverageEvent)
@@ -1037,7 +1040,7 @@ def test_a_name_around_one_column_is_that_column(name: str, column: str | None) 
 
 
 async def test_a_total_asked_over_the_summary_template_is_completed(
-    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+    adapting: Workspace, tmp_path: Path, sales: pd.DataFrame
 ) -> None:
     """The 1.5B's reading of "What's the total revenue across the whole dataset?": the summary
     template and a total; it proposed summary statistics three times and the run fell back
@@ -1045,9 +1048,7 @@ async def test_a_total_asked_over_the_summary_template_is_completed(
     a chart before the model is asked, and the total is in the answer."""
     read = asked(analysis=["total"])
     question = "What's the total revenue across the whole dataset?"
-    events, model = await run(
-        default_workspace, tmp_path, question, intent("summary"), read, NO_CHANGE
-    )
+    events, model = await run(adapting, tmp_path, question, intent("summary"), read, NO_CHANGE)
     end = last(events)
     assert end.status == "ok", end.error
     first = of(events, CoverageEvent)[0]
