@@ -266,13 +266,7 @@ def _reading(
     values = result[metric]
     if not keys or len(result) < 2 or not values.notna().any():
         return {}
-    labels = [
-        " / ".join(
-            period_label(v, grain) if k == time_column else str(_scalar(v))
-            for k, v in zip(keys, row, strict=True)
-        )
-        for row in result[keys].itertuples(index=False, name=None)
-    ]
+    labels = _labels(result, keys, time_column, grain)
     if len(result) == 2:
         first, second = (_scalar(v) for v in values)
         if first is None or second is None:
@@ -294,6 +288,19 @@ def _reading(
     return _growth(result, keys, metric, time_column, grain) | _extremes(values, labels)
 
 
+def _labels(
+    result: pd.DataFrame, keys: list[str], time_column: str | None, grain: str
+) -> list[str]:
+    """Each row's groups, periods as the grain writes them, joined: "2024-Q3 / East"."""
+    return [
+        " / ".join(
+            period_label(v, grain) if k == time_column else str(_scalar(v))
+            for k, v in zip(keys, row, strict=True)
+        )
+        for row in result[keys].itertuples(index=False, name=None)
+    ]
+
+
 def _shares(result: pd.DataFrame, keys: list[str], metric: str) -> dict[str, Any]:
     """Each group's share of the total in percent, largest first, for totals of groups that
     are all positive: what "what percent of revenue did electronics account for?" asks (the
@@ -301,7 +308,7 @@ def _shares(result: pd.DataFrame, keys: list[str], metric: str) -> dict[str, Any
     values = result[metric]
     if len(result) < 2 or not (values > 0).all():
         return {}
-    labels = [" / ".join(str(_scalar(v)) for v in row) for row in result[keys].to_numpy()]
+    labels = _labels(result, keys, None, "exact")
     percent = (values / values.sum() * 100).round(2).to_numpy()
     ranked = sorted(zip(labels, percent, strict=True), key=lambda p: -p[1])
     return {"shares": {label: _scalar(share) for label, share in ranked}}
