@@ -1010,6 +1010,40 @@ def test_a_date_column_under_where_is_sent_to_the_period() -> None:
     )
 
 
+async def test_a_value_under_a_column_that_lacks_it_is_moved_to_its_own(
+    default_workspace: Workspace, tmp_path: Path, sales: pd.DataFrame
+) -> None:
+    """The 1.5B's reading of a held-out question, twice: groceries under `region` (the dates
+    as values too). It had been asked again, then the run fell back to `react` (5 minutes);
+    the value is moved to the one column that holds it, and the total is the range's."""
+    read = asked(
+        group_by=["region", "product_category"],
+        time={"column": "date", "grain": "day"},
+        analysis=["total"],
+        filters={"where": {"region": ["Groceries"], "date": ["2023-07-01", "2023-09-15"]}},
+    )
+    question = "What was groceries revenue between 2023-07-01 and 2023-09-15?"
+    events, _ = await run(default_workspace, tmp_path, question, intent("summary"), read, NO_CHANGE)
+    end = last(events)
+    assert end.status == "ok", end.error
+    assert not of(events, PlannerFallbackEvent)
+    requirements = of(events, RequirementsEvent)[0]
+    assert requirements.requirements["filters"] == {
+        "where": {"product_category": ["Groceries"]},
+        "period": "2023-07-01..2023-09-15",
+    }
+    assert (
+        "filters.where.product_category: region has none, and product_category is the one "
+        "that holds Groceries" in requirements.filled
+    )
+    kept = sales[
+        (sales.product_category == "Groceries")
+        & (sales.date >= "2023-07-01")
+        & (sales.date <= "2023-09-15")
+    ]
+    assert money(kept.revenue.sum()) in (end.answer or "")
+
+
 def test_a_value_two_columns_could_hold_is_not_moved() -> None:
     both = {"a": ["X", "Y"], "b": ["X", "Z"]}
     r = Requirements(filters=Filters(where={"c": ["x"]}))

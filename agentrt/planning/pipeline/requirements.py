@@ -313,23 +313,25 @@ def grain_in_group_by(
 def where_by_values(
     r: Requirements, categories: Mapping[str, list[str]] | None
 ) -> tuple[Requirements, list[str]]:
-    """A filter put under a column the data lacks (`{"category": ["Electronics"]}`) moved to
-    the one category column that holds all its values, and a note of each move."""
-    by_lower = {c.lower() for c in categories or {}}
+    """A filter put under a column the data lacks (`{"category": ["Electronics"]}`), or under
+    a category column that holds none of its values (`{"region": ["Groceries"]}`, the 1.5B),
+    moved to the one category column that holds all its values, and a note of each move."""
+    known = {c.lower(): {k.lower() for k in values} for c, values in (categories or {}).items()}
     where: dict[str, list[str]] = {}
     notes: list[str] = []
     for column, values in r.filters.where.items():
         wanted = {v.strip().lower() for v in values}
-        owners = [
-            c for c, known in (categories or {}).items() if wanted <= {k.lower() for k in known}
-        ]
-        if column.strip().lower() not in by_lower and len(owners) == 1 and wanted:
+        owners = [c for c, held in (categories or {}).items() if wanted <= known[c.lower()]]
+        held = known.get(column.strip().lower())
+        misplaced = held is None or not wanted & held
+        if misplaced and len(owners) == 1 and wanted:
+            why = f"there is no column {column!r}" if held is None else f"{column} has none"
             notes.append(
-                f"filters.where.{owners[0]}: there is no column {column!r}, and "
+                f"filters.where.{owners[0]}: {why}, and "
                 f"{owners[0]} is the one that holds {', '.join(values)}"
             )
             column = owners[0]
-        where[column] = [*where.get(column, []), *values]
+        where[column] = list(dict.fromkeys([*where.get(column, []), *values]))
     if not notes:
         return r, []
     return r.model_copy(update={"filters": r.filters.model_copy(update={"where": where})}), notes
