@@ -23,7 +23,14 @@ from agentrt.exceptions import UserError
 from agentrt.planning.pipeline import requirement_labels
 from agentrt.trajectory.format import Trajectory
 from agentrt.workspace import default_workspace_path
-from tests.analysis_answers import ASKED, INTENT, LABELS, NO_CHANGE, QUESTION
+from tests.analysis_answers import (
+    ASKED,
+    INTENT,
+    LABELS,
+    NO_CHANGE,
+    QUESTION,
+    adapting_workspace,
+)
 from tests.helpers import MakeAgent, classified
 
 ADD_ANOMALIES = {
@@ -45,8 +52,9 @@ SHIPPED = default_workspace_path() / "data" / "analysis_questions.jsonl"
 def _scripted(
     tmp_path: Path, answers: dict[str, list[dict[str, Any]]]
 ) -> Callable[[EvalQuestion], Awaitable[EvalResult]]:
-    """Runs each question through an agent whose model plays that question's JSON answers."""
-    workspace = Workspace()
+    """Runs each question through an agent whose model plays that question's JSON answers,
+    its changes to the plan asked for (the scoring of an added step is what is tested)."""
+    workspace = adapting_workspace(tmp_path / "ws")
 
     async def run(question: EvalQuestion) -> EvalResult:
         model = ScriptedModel([json.dumps(a) for a in answers[question.id]])
