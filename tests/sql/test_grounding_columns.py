@@ -241,6 +241,62 @@ class TestColumns:
                 [t.name for t in three.tables], [f"{c.table}.{c.name}" for c in three.columns]
             ), question
 
+    def test_a_part_the_first_table_cannot_join_takes_no_column(
+        self, tmp_path: Path, embedder: Embedder
+    ) -> None:
+        """Purchasing and sales meet only at a warehouse. "orders" makes `orders` a third
+        table, apart; `shipments`, on the way to it, came fourth, and its keys took a column
+        that three tables gave, though without the warehouse it joins nothing of the first
+        three (a question of the samples' tuning half, whose fifth table was not the warehouse)."""
+        path = tmp_path / "erp.sqlite"
+        with sqlite3.connect(path) as connection:
+            connection.executescript(TWO_PARTS)
+            connection.executemany(
+                "INSERT INTO suppliers (supplier_id, supplier_name) VALUES (?, ?)",
+                [(1, "Northwind Traders"), (2, "Tokyo Traders")],
+            )
+            connection.executemany(
+                "INSERT INTO purchase_orders (purchase_order_id, supplier_id, status, order_date)"
+                " VALUES (?, ?, ?, ?)",
+                [(i, 1 + i % 2, ["pending", "received"][i % 2], "2024-01-01") for i in range(20)],
+            )
+        index = SchemaIndex.build(path, embedder, cache=None)
+        question = "Which purchase orders from Northwind Traders are still pending?"
+        three = index.ground(question, tables=3)
+        four = index.ground(question, tables=4)
+        assert [t.name for t in four.tables][3:] == ["shipments"]
+        assert four.contains(
+            [t.name for t in three.tables], [f"{c.table}.{c.name}" for c in three.columns]
+        )
+
+
+TWO_PARTS = """
+CREATE TABLE warehouses (warehouse_id INTEGER PRIMARY KEY, warehouse_name TEXT, city TEXT);
+CREATE TABLE suppliers (
+    supplier_id INTEGER PRIMARY KEY, supplier_name TEXT NOT NULL, contact_name TEXT, phone TEXT
+);
+CREATE TABLE purchase_orders (
+    purchase_order_id INTEGER PRIMARY KEY,
+    supplier_id INTEGER NOT NULL REFERENCES suppliers (supplier_id),
+    warehouse_id INTEGER REFERENCES warehouses (warehouse_id), order_date DATE NOT NULL,
+    status TEXT
+);
+CREATE TABLE orders (
+    order_id INTEGER PRIMARY KEY, order_date DATE NOT NULL, order_mode TEXT,
+    order_status INTEGER, order_total NUMERIC
+);
+CREATE TABLE order_items (
+    order_id INTEGER NOT NULL REFERENCES orders (order_id), line_item_id INTEGER NOT NULL,
+    product_id INTEGER NOT NULL, unit_price NUMERIC, quantity INTEGER,
+    PRIMARY KEY (order_id, line_item_id)
+);
+CREATE TABLE shipments (
+    shipment_id INTEGER PRIMARY KEY, order_id INTEGER NOT NULL REFERENCES orders (order_id),
+    warehouse_id INTEGER REFERENCES warehouses (warehouse_id), shipped_date DATE,
+    tracking_number TEXT
+);
+"""
+
 
 class TestSynonyms:
     def test_a_phrase_grounds_its_value(self, world: SchemaIndex) -> None:

@@ -43,11 +43,13 @@ country.Code = 'USA'), and re-ranks with the structure:
   bridges (cheap, and required), the best column of each anchor and of each bridge that
   every shortest route crosses, then the others by score (those of anchors and bridges
   slightly ahead), where a column of a table not joined yet brings the keys of its join path
-  with it; when the first three tables join among themselves, they go through these steps
-  before the fourth and fifth, so grounding more tables never costs a column of the first
-  ones; a column of a composite primary key (film_actor.actor_id) is data as well as a key; a
-  first name brings the last name of the same table with it; an anchor's label (its first
-  name or title column) is needed too, since "which customer" shows the customer's name;
+  with it; unless the fourth and fifth tables are what joins the first three's anchors and
+  bridges, the first three go through these steps before them, and a later table the first
+  one cannot join through the chosen tables takes no column, so grounding more tables costs
+  a column of the first ones only for the keys of a table joined to them; a column of a
+  composite primary key (film_actor.actor_id) is data as well as a key; a first name brings
+  the last name of the same table with it; an anchor's label (its first name or title
+  column) is needed too, since "which customer" shows the customer's name;
 - values are taken from the chosen tables, literal matches first.
 
 The result holds at most `tables` tables, `columns` columns and `values` values;

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agentrt.sql.database import Schema
-from agentrt.sql.grounding.graph import JoinGraph
+from agentrt.sql.grounding.graph import JoinGraph, components
 from agentrt.sql.grounding.models import SchemaItem, words
 
 CORE_BONUS = 0.1
@@ -17,8 +17,8 @@ the tables the question is about come first, not so far first that their inciden
 (a customer's fax) pass another table's wanted one."""
 FIRST_TABLES = 3
 """The tables whose columns come first when more are grounded: a fourth or fifth table's
-columns only take what the first three leave of the budget, so grounding more tables never
-loses a column grounding three would have given."""
+keys come after theirs and its other columns after all of theirs, so more tables cost the
+first three a column only for the keys of a table joined to them."""
 TABLE_IN_COLUMN = 0.15
 """The share of a table's score that its columns inherit when columns are ranked."""
 
@@ -118,19 +118,28 @@ class ColumnChoice:
         budget: int,
     ) -> tuple[list[int], set[int]]:
         """At most `budget` columns of the chosen tables, join columns first, and which of them
-        are join columns. The first `FIRST_TABLES` chosen tables come first at each step, the
-        others after them: their needed columns (`_needed_columns`), then the needed columns
-        of all, then the other columns of the first tables' core (anchors and bridges), of
-        the first tables, of the core of all, of all, by score (their own plus a share of
-        their table's). A column of a table not joined yet comes with the keys of the shortest
-        join path to it, or not at all, so the keys of a table only similar to the question
-        never crowd out the columns of the tables the question is about ("stock clerks in
-        Turin": not a customer's city). Last, the other keys between grounded tables (a
-        second route between them)."""
+        are join columns. Unless the later tables are what joins the core (anchors and
+        bridges) of the first `FIRST_TABLES`, those come first at each step and a later
+        table the first one cannot join through the chosen tables takes no column: their
+        needed columns (`_needed_columns`), then the needed columns of all, then the other
+        columns of the first tables' core, of the first tables, of the core of all, of all,
+        by score (their own plus a share of their table's). A column of a table not joined
+        yet comes with the keys of the shortest join path to it, or not at all, so the keys
+        of a table only similar to the question never crowd out the columns of the tables
+        the question is about ("stock clerks in Turin": not a customer's city). Last, the
+        other keys between grounded tables (a second route between them)."""
         first = dict(list(chosen.items())[:FIRST_TABLES])
         groups = [chosen]
-        if len(chosen) > len(first) and self._graph.joined(first, _core(first, anchors, bridges)):
-            groups = [first, chosen]
+        ends = _core(first, anchors, bridges)
+        if len(chosen) > len(first) and self._graph.parts(chosen, ends) == self._graph.parts(
+            first, ends
+        ):
+            # The later tables join no two parts of the first ones' core: they wait, and only
+            # those joined to the first table come at all (a part the first table cannot reach
+            # serves no query on it: its keys would only take the budget).
+            main = components(chosen, self._graph.neighbours)
+            start = main[next(iter(chosen))]
+            groups = [first, {t: s for t, s in chosen.items() if t in first or main[t] == start}]
         picking = Picking(budget, self.items)
         cores = [
             self._needed_columns(

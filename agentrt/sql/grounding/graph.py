@@ -68,12 +68,12 @@ class JoinGraph:
             return 0
         return self.routes[a][table] * self.routes[table][b]
 
-    def joined(self, tables: Collection[str], core: Collection[str]) -> bool:
-        """Whether the `core` tables join through `tables` alone: when they do not, the tables
-        chosen after them are needed to join them (the bridge of a many-to-many question), and
-        do not wait for the others' columns."""
+    def parts(self, tables: Collection[str], core: Collection[str]) -> int:
+        """Into how many parts the `core` tables fall when joined through `tables` alone: when
+        the tables chosen after the first make fewer, they are needed to join them (the bridge
+        of a many-to-many question), and do not wait for the first tables' columns."""
         component = components(tables, self.neighbours)
-        return len({component[t] for t in core}) <= 1
+        return len({component[t] for t in core})
 
     def keys_between(self, tables: Collection[str]) -> list[list[int]]:
         """The columns of each foreign key between two of `tables`."""
