@@ -773,7 +773,7 @@ class Agent(Generic[DepsT, OutputT]):
         suggested: list[str],
         progress: Progress,
     ) -> PlannerResult:
-        offered, found, no_fit = await self._narrow(strategy, request.query)
+        offered, found, no_fit = await self._narrow(strategy, request.query, history)
         tools: Mapping[str, Tool] = self.workspace.tools
         if self._final is not None and strategy.planner == "react":
             tools = {**tools, FINAL_RESULT: self._final}
@@ -825,11 +825,13 @@ class Agent(Generic[DepsT, OutputT]):
         return result
 
     async def _narrow(
-        self, strategy: Strategy, query: str
+        self, strategy: Strategy, query: str, history: Sequence[Message]
     ) -> tuple[list[NarrowedTool], Retrieval, bool]:
         """The tools a run of `strategy` offers for `query` (see `agentrt.catalog.index.narrow`),
         what retrieval found, and whether no tool fits (then only the tools the strategy lists
-        by name are offered, see `ReactStrategy.min_fit`)."""
+        by name are offered, see `ReactStrategy.min_fit`). A tool on request (`on_request`) is
+        offered when the query or an earlier user message of `history` asks for it: a reply to
+        `ask_user` ("Alice") goes on with the question it answers."""
         template = (
             [n for n in self.workspace.tools if n not in BUILTINS]
             if strategy.tools == "all"
@@ -865,7 +867,9 @@ class Agent(Generic[DepsT, OutputT]):
         builtin = [n for n in BUILTINS if tools[n].ends_run and (n in template or not ends_own_way)]
         if isinstance(strategy, VmStrategy):
             builtin += strategy.vm.builtins
-        offered = [t for t in offered if t.name not in builtin]
+        said = " ".join([*(m.content for m in history if m.role == "user"), query])
+        unasked = set() if isinstance(strategy, PipelineStrategy) else strategy.unasked(said)
+        offered = [t for t in offered if t.name not in builtin and t.name not in unasked]
         return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered], found, no_fit
 
     async def _retrieve(self, queries: list[str], k: int) -> Retrieval:

@@ -241,6 +241,9 @@ class _StrategyBase(BaseModel):
     """The prompt file (in `prompts/`) with this strategy's instructions."""
 
 
+_Words = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
 class ToolTurns(_StrategyBase):
     """A strategy whose model calls tools turn by turn (or falls back to doing so): which
     tools retrieval adds, and what the model is told after their results."""
@@ -276,12 +279,27 @@ class ToolTurns(_StrategyBase):
     call only those. For strategies whose answer must go through their own tool: told in the
     prompt not to answer in plain text, the 1.5B still answered with a plan of the searches it
     would make, in prose, in 3 of 4 knowledge runs (issue 24)."""
+    on_request: dict[str, _Words] = {}
+    """Tools offered only when the query, or an earlier user message of its conversation,
+    asks for them, each with the words that ask, e.g. `{plot_bar: [chart, bar, compar]}`: a
+    word matches the start of one of the query's words, case aside ("Charts", "comparing").
+    A small model calls what it is offered: given chart tools after every query, the 1.5B
+    copilot drew names as bars, then asked the user what it had already answered, in 3 of
+    10 runs (issue 24)."""
     results_nudge: str | None = Field(None, min_length=1, max_length=500)
     """What a model that takes tool results as text (the embedded model, a text-mode server) is
     told after them, at the end of the one user message that lists them; None keeps the
     model's default (to answer in plain text). A strategy that must end with a tool of its
     own says so here. With `answer_needs`, it is told only until one of those calls has
     succeeded; the default follows."""
+
+    def unasked(self, query: str) -> set[str]:
+        """The `on_request` tools that `query` does not ask for."""
+        return {
+            tool
+            for tool, words in self.on_request.items()
+            if not any(re.search(rf"\b{re.escape(w)}", query, re.IGNORECASE) for w in words)
+        }
 
 
 class FirstCall(BaseModel):

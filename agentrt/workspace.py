@@ -269,6 +269,7 @@ class Workspace:
             builtins = s.vm.builtins if isinstance(s, VmStrategy) else []
             after = {} if isinstance(s, PipelineStrategy) else s.after
             needs = [] if isinstance(s, PipelineStrategy) else s.answer_needs
+            requested = [] if isinstance(s, PipelineStrategy) else list(s.on_request)
             first = [c.tool for c in s.first_calls] if isinstance(s, ReactStrategy) else []
             for field, names in (
                 ("tools", [] if s.tools == "all" else s.tools),
@@ -276,6 +277,7 @@ class Workspace:
                 ("vm.builtins", builtins),
                 ("after", [*after, *(t for needed in after.values() for t in needed)]),
                 ("answer_needs", needs),
+                ("on_request", requested),
                 ("first_calls", first),
             ):
                 missing = [t for t in names if t not in self.tools]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentrt import Workspace, WorkspaceError
+from agentrt.strategy import ReactStrategy
 from agentrt.workspace import default_workspace_path
 from tests.helpers import TEST_WORKSPACE
 
@@ -90,6 +91,15 @@ def test_default_workspace_loads() -> None:
         ),
         (
             "description: x\nstep_budget: 2\ninstructions: testing.j2\n"
+            "on_request: {oracle: [ask]}\n",
+            "field 'on_request': no tool named 'oracle' in the workspace",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\non_request: {add: []}\n",
+            "on_request.add",
+        ),
+        (
+            "description: x\nstep_budget: 2\ninstructions: testing.j2\n"
             "first_calls: [{tool: oracle}]\n",
             "field 'first_calls': no tool named 'oracle' in the workspace",
         ),
@@ -120,6 +130,8 @@ def test_default_workspace_loads() -> None:
         "vm-builtin",
         "after-tool",
         "answer-needs-tool",
+        "on-request-tool",
+        "on-request-no-words",
         "first-call-tool",
         "first-call-not-offered",
         "first-call-of-another-planner",
@@ -134,6 +146,26 @@ def test_bad_strategy_file(ws: Path, text: str, message: str) -> None:
         Workspace(ws)
     assert str(info.value).startswith(f"{path}: ")
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("query", "unasked"),
+    [
+        ("Who sold the most?", {"plot_bar", "plot_line"}),
+        ("Compare the stores", {"plot_line"}),  # the start of a word: "compar"
+        ("Charts of sales, please", set()),  # case aside, and a word's longer form
+        ("Sales over time", {"plot_bar"}),  # a phrase
+    ],
+)
+def test_tools_on_request(query: str, unasked: set[str]) -> None:
+    strategy = ReactStrategy(
+        name="s",
+        description="x",
+        step_budget=2,
+        instructions="testing.j2",
+        on_request={"plot_bar": ["chart", "bar", "compar"], "plot_line": ["chart", "over time"]},
+    )
+    assert strategy.unasked(query) == unasked
 
 
 def test_broken_tool_pack(ws: Path) -> None:

@@ -25,6 +25,7 @@ from agentrt import (
     ScriptedModel,
     ToolCallEvent,
     ToolFinishedEvent,
+    ToolsNarrowedEvent,
     Workspace,
 )
 from agentrt.sql.examples import ExampleSelector, load_examples
@@ -244,6 +245,30 @@ class TestAsk:
 
 
 class TestTurns:
+    async def test_charts_are_offered_when_the_question_asks_for_one(
+        self, tmp_path: Path, copilot: Any
+    ) -> None:
+        """The strategy's `on_request`: "who sold the most" gets no chart tool, nor the
+        prompt's step that draws one; "show the sales trend" gets them."""
+        charts = {"plot_line", "plot_bar", "plot_histogram"}
+        for question, session, wanted in [(WHO, "s5", set()), (TREND, "s6", {"plot_line"})]:
+            systems: list[str] = []
+
+            def answer(request: ModelRequest, seen: list[str] = systems) -> str:
+                seen.append(request.messages[0].content)
+                return finish("Done.")
+
+            agent = make_copilot_agent(tmp_path, copilot, session, 0)
+            agent.model = ScriptedModel([answer] * 3)
+            result = await agent.run(question, session_id=session, strategy="copilot")
+            events = result.trajectory.events
+            narrowed = next(e for e in events if isinstance(e, ToolsNarrowedEvent))
+            offered = {t.name for t in narrowed.tools}
+            assert {"ground_schema", "run_sql", "ask_user"} <= offered
+            assert offered & charts >= wanted
+            assert bool(offered & charts) == bool(wanted), question
+            assert ("Draw the chart the question asks for" in systems[0]) == bool(wanted)
+
     async def test_a_turn_ends_at_its_query(
         self, tmp_path: Path, copilot: Any, expected: Expected
     ) -> None:
