@@ -357,6 +357,7 @@ class GuardEvent(EventBase):
         "needs_result",
         "awaits_result",
         "unfounded_answer",
+        "echoed_question",
     ]
     """`duplicate`: an identical call answered from the cache. `early_finish`: a call that ends
     the run, written in the same turn as other calls, refused until their results are seen.
@@ -366,7 +367,9 @@ class GuardEvent(EventBase):
     the same turn: not run. `awaits_result`: a call another tool needs the result of
     (`after`): the turn is cut after it, and what the model wrote next is not read.
     `unfounded_answer`: an answer before any of the strategy's `answer_needs` tools
-    succeeded: sent back, the model is asked to call one."""
+    succeeded: sent back, the model is asked to call one. `echoed_question`: a question to
+    the user (`ask_user`) that is the user's own question: not asked, the model is told to
+    answer it."""
     detail: str
     original_call_id: str | None = None
 

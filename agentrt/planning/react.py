@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -194,6 +195,8 @@ class _ReAct:
             ended = next((o for o in turn.outcomes if o.ends_run or o.asks_user), None)
             if ended is not None and self._finished_too_early(turn, ended):
                 ended = None
+            if ended is not None and ended.asks_user and self._echoes_the_question(step, ended):
+                ended = None
             self._founded = self._founded or any(
                 o.status == "ok" and o.name in self.answer_needs for o in turn.outcomes
             )
@@ -319,10 +322,38 @@ class _ReAct:
             detail=f"{ended.name} came in the same turn as {', '.join(others)}, before their "
             "results",
         )
+        if ended.asks_user:
+            # Told to call ask_user "with the answer they support", the 1.5B copilot asked the
+            # user its own question five times, its query's rows in front of it (issue 24).
+            ended.observation = (
+                f"Not asked: you called {ended.name} in the same reply as other tools, before "
+                "seeing their results. Read the results and answer from them; ask only what "
+                "they leave open."
+            )
+        else:
+            ended.observation = (
+                f"Not finished: you called {ended.name} in the same reply as other tools, "
+                f"before seeing their results. Read the results, then call {ended.name} with "
+                "the answer they support."
+            )
+        return True
+
+    def _echoes_the_question(self, step: int, ended: ToolOutcome) -> bool:
+        """A question to the user that is the user's own question asks nothing: refused, and
+        the model is told to answer it. The 1.5B copilot, its query's rows in front of it,
+        asked the user "Which cities in Switzerland have company offices?" (issue 24)."""
+        if _words(str(ended.output)) != _words(self.task.query):
+            return False
+        self.ctx.emit(
+            GuardEvent,
+            step=step,
+            call_id=ended.call_id,
+            kind="echoed_question",
+            detail=f"{ended.name} asked the user the question they asked",
+        )
         ended.observation = (
-            f"Not finished: you called {ended.name} in the same reply as other tools, before "
-            f"seeing their results. Read the results, then call {ended.name} with the answer "
-            "they support."
+            "Not asked: that is the user's own question, which you are to answer. Answer it "
+            "from the results above; call a tool first if they do not hold the answer yet."
         )
         return True
 
@@ -594,3 +625,8 @@ def _more_than_whitespace(pieces: list[ParsedPiece] | list[CallPiece | InvalidPi
     then counted as written before their results. Whitespace does not cut: a turn that simply
     ends keeps its model's own usage count."""
     return any(not isinstance(p, TextPiece) or p.text.strip() for p in pieces)
+
+
+def _words(text: str) -> list[str]:
+    """A text's words, case aside: what two questions that say the same are made of."""
+    return re.findall(r"\w+", text.casefold())

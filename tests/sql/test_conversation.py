@@ -245,6 +245,37 @@ class TestAsk:
 
 
 class TestTurns:
+    async def test_the_users_own_question_is_not_asked_back(
+        self, tmp_path: Path, copilot: Any, expected: Expected
+    ) -> None:
+        """Its rows in front of it, the 1.5B asked the user its own question, beside its query
+        again, five times, until its budget was spent: beside the query, the ask is refused
+        with a note that says to answer (not to ask "with the answer"); alone, it is refused as
+        an echo (`echoed_question`), and the next turn answers."""
+        agent = make_copilot_agent(tmp_path, copilot, "s7", 0)
+        answer = f"{expected.seller} sold the most."
+        agent.model = ScriptedModel(
+            [
+                call("run_sql", sql=TOP_SQL, name="top"),
+                call("ask_user", question=WHO) + call("run_sql", sql=TOP_SQL, name="top"),
+                call("ask_user", question="who sold the MOST"),
+                answer,
+            ]
+        )
+        result = await agent.run(WHO, session_id="s7", strategy="copilot")
+        assert (result.status, result.answer) == ("ok", answer)
+        guards = [(e.step, e.kind) for e in result.trajectory.events if isinstance(e, GuardEvent)]
+        assert guards == [
+            (2, "awaits_result"),
+            (3, "awaits_result"),
+            (3, "early_finish"),
+            (4, "echoed_question"),
+        ]
+        told = [m.content for m in agent.model.requests[-1].messages if m.role == "tool"]
+        assert told[-3].startswith("Not asked: you called ask_user in the same reply")
+        assert "answer from them" in told[-3]
+        assert told[-1].startswith("Not asked: that is the user's own question")
+
     async def test_charts_are_offered_when_the_question_asks_for_one(
         self, tmp_path: Path, copilot: Any
     ) -> None:
