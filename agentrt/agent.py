@@ -867,8 +867,10 @@ class Agent(Generic[DepsT, OutputT]):
         builtin = [n for n in BUILTINS if tools[n].ends_run and (n in template or not ends_own_way)]
         if isinstance(strategy, VmStrategy):
             builtin += strategy.vm.builtins
-        said = " ".join([*(m.content for m in history if m.role == "user"), query])
-        unasked = set() if isinstance(strategy, PipelineStrategy) else strategy.unasked(said)
+        unasked: set[str] = set()
+        if not isinstance(strategy, PipelineStrategy) and strategy.on_request:
+            said = " ".join([*(m.content for m in history if m.role == "user"), query])
+            unasked = strategy.unasked(said)
         offered = [t for t in offered if t.name not in builtin and t.name not in unasked]
         return [*(NarrowedTool(name=n, source="builtin") for n in builtin), *offered], found, no_fit
 
