@@ -161,11 +161,17 @@ class GuardPolicy(BaseModel):
     with a column allow-list: UPDATE of those columns only); the connection is then opened
     read-write. Schema changes, PRAGMA, ATTACH and transactions stay refused."""
     join_missing: bool = False
-    """Run a SELECT that reads a column of a table it does not join with that join added, where
-    it is safe: one other table has the column (or others too, joined only through it), named
-    bare or by that table's name; each key of the join leads to at most one row (no row of the
-    statement is repeated); the statement has no subquery. The result's `repaired` says so.
-    Off by default: what runs is then not what was written."""
+    """Run a SELECT that reads a column where it is not, mended, where what it meant is clear:
+    - a column of a table it does not join, named bare or by that table's name, gets the join,
+      in the SELECT (or subquery) that reads it, when one other table has the column (or
+      others too, joined only through it) and each key of the join leads to at most one row
+      (no row repeated), or the column is named by its table's name and one key joins it
+      (`payment.amount`: the payments' rows are what it asks for);
+    - a column named as a table's that has none (`category.film_id`) is read from the one
+      table next to it (one key away, not read by the statement) that has it: the table is
+      read as itself joined to that one, under the same name.
+    The result's `repaired` says what was done. Off by default: what runs is then not what
+    was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,9 +541,10 @@ class SqlGuard:
         column: track_name", the 1.5B sent the same query again until its budget was spent;
         told the columns there are, it still sent `SELECT region_name FROM countries` again
         (issue 24): the column was one of a table it had not joined. Told the join, it wrote
-        its query unchanged in all seven of its turns: `join_missing` adds it where safe."""
+        its query unchanged in all seven of its turns: `join_missing` mends it where safe."""
         qualifier, _, name = error.partition(":")[2].strip().rpartition(".")
-        read = self._failing_scope(checked.tree, qualifier, name) or checked.tables
+        reference = self._failing_reference(checked.tree, qualifier, name)
+        read = frozenset(reference.around.values()) if reference else checked.tables
         hints = [self._column_names(read)]
         aliases = _aliases(checked.tree, self._tables)
         found = self._tables_having(name, read)
@@ -551,39 +558,122 @@ class SqlGuard:
                     f"{sql_name(table)}.{sql_name(column)}"
                 )
         message = "; ".join([f"SQLite error: {error}", *(h for h in hints if h)])
-        return _MissingColumn(message, self._joined(checked, found, qualifier, aliases))
+        mended = None
+        if self.policy.join_missing and reference is not None:
+            owner = reference.around.get(qualifier.casefold())
+            mended = (
+                self._joined(checked, reference, found, qualifier)
+                if owner is None
+                else self._bridged(checked, reference, qualifier, owner, name)
+            )
+        return _MissingColumn(message, mended)
 
     def _joined(
         self,
         checked: CheckedStatement,
+        reference: _Reference,
         found: Sequence[tuple[str, str, list[ForeignKey] | None]],
         qualifier: str,
-        aliases: Mapping[str, str],
     ) -> tuple[str, str] | None:
-        """The statement with the join to the one table `found` added, and what was added;
-        None unless the policy asks for it and it is safe (see `GuardPolicy.join_missing`)."""
-        from sqlglot import exp
-
-        if not self.policy.join_missing or len(found) != 1:
+        """The statement with the join to the one table `found` added to the SELECT that reads
+        the column (a subquery's own: `… IN (SELECT customer_id FROM customers WHERE
+        country_name = 'Brazil')`), and what was added; None unless it is safe (see
+        `GuardPolicy.join_missing`)."""
+        if len(found) != 1:
             return None
         column, table, route = found[0]
-        tree = checked.tree
-        if (
-            route is None
-            or qualifier.casefold() not in ("", table.casefold())
-            or not isinstance(tree, exp.Select)
-            or len(list(tree.find_all(exp.Select))) > 1
-        ):
+        if route is None or qualifier.casefold() not in ("", table.casefold()):
             return None
-        # each key from a table joined already to the one it references: no row repeated
-        if any(new != key.ref_table for key, new in walk(route, table)):
+        walked = walk(route, table)
+        if _other_end(route[0], walked[0][1]) not in reference.own:
+            return None  # the route starts at a table of a SELECT around it
+        # Each key from a table joined already to the one it references: no row repeated;
+        # but a column named by its table's name (`payment.amount`) asks for that table's rows.
+        named = qualifier.casefold() == table.casefold() and len(route) == 1
+        if not named and any(new != key.ref_table for key, new in walked):
             return None
-        joined = tree.copy()
-        for new, on in join_steps(route, table, aliases):
-            joined = joined.join(new, on=on, dialect="sqlite")
-        added = join_clauses(route, table, aliases)
+        tree, select = reference.in_copy(checked.tree)
+        self._qualify(select, reference.own)
+        for new, on in join_steps(route, table, reference.own):
+            select.join(new, on=on, dialect="sqlite", copy=False)
+        added = join_clauses(route, table, reference.own)
         repaired = f"{column} is a column of {table}, which the query did not read: {added} added"
-        return joined.sql(dialect="sqlite"), repaired
+        return tree.sql(dialect="sqlite"), repaired
+
+    def _qualify(self, select: exp.Select, own: Mapping[str, str]) -> None:
+        """Name the table of each bare column `select` reads of its own tables, where one has
+        it: a join must not make `SELECT id FROM employees` ambiguous. Names of its own
+        results (`ORDER BY total`) are left as they are."""
+        from sqlglot import exp
+
+        results = {e.alias.casefold() for e in select.expressions if e.alias}
+        for column in select.find_all(exp.Column):
+            if (
+                column.table
+                or column.name.casefold() in results
+                or column.find_ancestor(exp.Select) is not select
+            ):
+                continue
+            having = [
+                named for real, named in own.items() if self._readable_column(real, column.name)
+            ]
+            if len(having) == 1:
+                column.set("table", exp.to_identifier(having[0]))
+
+    def _bridged(
+        self,
+        checked: CheckedStatement,
+        reference: _Reference,
+        qualifier: str,
+        owner: str,
+        name: str,
+    ) -> tuple[str, str] | None:
+        """The statement with table `owner`, whose column `name` it reads and which has none,
+        read as itself joined to the one table next to it (one key away, not read by the
+        statement) that has it, under the same name; and what was done. `category.film_id`
+        is then the film_id of film_category, the category's films: the 1.5B wrote that
+        query, told the join, seven times over. None when no such table, or more than one."""
+        from sqlglot import exp, parse_one
+
+        nearby = {
+            other
+            for key in self.joins
+            if owner in (key.table, key.ref_table)
+            and (other := _other_end(key, owner)) not in checked.tables
+            and self._joinable(key)
+            and self._readable_column(other, name)
+        }
+        if len(nearby) != 1:
+            return None
+        (other,) = nearby
+        route = join_route(self.joins, [owner], other, [owner, other])
+        own_table = self.schema.table(owner)
+        if route is None or own_table is None:
+            return None
+        kept = [c.name for c in own_table.columns if self._readable_column(owner, c.name)]
+        new, on = join_steps(route, other, {owner: owner})[0]
+        column = f"{sql_name(other)}.{sql_name(self._readable_column(other, name) or name)}"
+        inner = (
+            f"SELECT {', '.join(f'{sql_name(owner)}.{sql_name(c)}' for c in kept)}, {column} "
+            f"FROM {sql_name(owner)} JOIN {new} ON {on}"
+        )
+        derived = parse_one(f"SELECT 1 FROM ({inner}) AS {sql_name(qualifier)}", dialect="sqlite")
+        tree, nearest = reference.in_copy(checked.tree)
+        select: exp.Select | None = nearest
+        while select is not None:
+            for table in select.find_all(exp.Table):
+                if (
+                    table.alias_or_name.casefold() == qualifier.casefold()
+                    and table.find_ancestor(exp.Select) is select
+                ):
+                    table.replace(derived.find(exp.Subquery))
+                    repaired = (
+                        f"{name} is a column of {other}, not of {owner}: {qualifier} read as "
+                        f"{sql_name(owner)} JOIN {new} ON {on}"
+                    )
+                    return tree.sql(dialect="sqlite"), repaired
+            select = select.find_ancestor(exp.Select)
+        return None
 
     def _tables_having(
         self, name: str, read: frozenset[str]
@@ -606,12 +696,12 @@ class SqlGuard:
                 kept.append((column, table, route))
         return kept
 
-    def _failing_scope(self, tree: exp.Expr, qualifier: str, name: str) -> frozenset[str]:
-        """The tables a reference to the missing column `qualifier.name` that SQLite cannot
-        resolve could read: those of its SELECT and of the SELECTs around it (a subquery
-        may read its outer tables); empty when no such reference is found. The statement's
-        tables would be wrong for `SELECT … FROM payment WHERE film_id IN (SELECT film_id FROM
-        film_category …)`: film_category has film_id, payment does not."""
+    def _failing_reference(self, tree: exp.Expr, qualifier: str, name: str) -> _Reference | None:
+        """Where the statement reads the missing column `qualifier.name` that SQLite cannot
+        resolve; None when no such reference is found. Its tables are those of its SELECT and
+        of the SELECTs around it (a subquery may read its outer tables): the statement's would
+        be wrong for `SELECT … FROM payment WHERE film_id IN (SELECT film_id FROM film_category
+        …)`: film_category has film_id, payment does not."""
         from sqlglot import exp
 
         for column in tree.find_all(exp.Column):
@@ -620,18 +710,22 @@ class SqlGuard:
                 name.casefold(),
             ):
                 continue
-            sources: dict[str, str] = {}  # what the SELECTs call a table → its schema name
-            select = column.find_ancestor(exp.Select)
+            nearest = select = column.find_ancestor(exp.Select)
+            around: dict[str, str] = {}  # what the SELECTs call a table → its schema name
+            own: dict[str, str] = {}
             while select is not None:
                 for table in select.find_all(exp.Table):
                     real = self._tables.get(table.name.casefold())
                     if real and table.find_ancestor(exp.Select) is select:
-                        sources.setdefault(table.alias_or_name.casefold(), real)
+                        around.setdefault(table.alias_or_name.casefold(), real)
+                        if select is nearest:
+                            own.setdefault(real, table.alias_or_name)
                 select = select.find_ancestor(exp.Select)
-            named = [sources.get(qualifier.casefold())] if qualifier else sources.values()
-            if not any(t and self._readable_column(t, name) for t in named):
-                return frozenset(sources.values())
-        return frozenset()
+            named = [around.get(qualifier.casefold())] if qualifier else around.values()
+            if nearest is not None and not any(t and self._readable_column(t, name) for t in named):
+                index = next(i for i, s in enumerate(tree.find_all(exp.Select)) if s is nearest)
+                return _Reference(index, own, around)
+        return None
 
     def _readable_column(self, table: str, name: str) -> str | None:
         """The schema's spelling of column `name` of `table`, if a statement may read it."""
@@ -890,9 +984,33 @@ def _aliases(tree: exp.Expr, tables: Mapping[str, str]) -> dict[str, str]:
     return named
 
 
+def _other_end(key: ForeignKey, table: str) -> str:
+    return key.ref_table if key.table == table else key.table
+
+
+@dataclass(frozen=True, slots=True)
+class _Reference:
+    """Where a statement reads a column SQLite cannot resolve: its SELECT, as the `index`-th
+    of the statement's (`find_all` order), what that SELECT calls each of its own tables
+    (schema name → name or alias), and the tables it can read, its own and those of the
+    SELECTs around it (what they are called, casefolded → schema name)."""
+
+    index: int
+    own: dict[str, str]
+    around: dict[str, str]
+
+    def in_copy(self, tree: exp.Expr) -> tuple[exp.Expr, exp.Select]:
+        """A copy of `tree` to mend, and the SELECT of the reference in it."""
+        from sqlglot import exp
+
+        copy = tree.copy()
+        select = next(s for i, s in enumerate(copy.find_all(exp.Select)) if i == self.index)
+        return copy, select
+
+
 class _MissingColumn(ToolError):
-    """ "no such column", with the statement that has the one safe join to it added and what
-    was added (`GuardPolicy.join_missing`), if there is one."""
+    """ "no such column", with the statement mended and what was done
+    (`GuardPolicy.join_missing`), if it can be mended safely."""
 
     def __init__(self, message: str, joined: tuple[str, str] | None) -> None:
         super().__init__(message)

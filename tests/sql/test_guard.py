@@ -207,6 +207,9 @@ class TestReads:
         assert (summary["sql"], summary["repaired"]) == (result.sql, result.repaired)
         qualified = guard.execute("SELECT stores.city FROM employees WHERE employees.id = 1")
         assert qualified.rows == [("Lyon",)]
+        # the statement's own bare columns are named first: joined, `name` would be ambiguous
+        named = guard.execute("SELECT name, city FROM employees WHERE id = 2")
+        assert named.rows == [("Bruno Silva", "  Porto ")]
         assert "repaired" not in guard.execute("SELECT city FROM stores").summary()
         with pytest.raises(ToolError, match=r"then read stores\.city$"):
             SqlGuard(shared_shop).execute("SELECT city FROM sales")  # off by default
@@ -233,16 +236,76 @@ class TestReads:
             "JOIN stores ON stores.id = employees.store_id added)"
         )
 
+    def test_join_missing_joins_inside_the_subquery_that_reads_the_column(
+        self, shared_shop: Path
+    ) -> None:
+        """The 1.5B sent `… IN (SELECT customer_id FROM customers WHERE country_name = …)` six
+        times, told the join each time; the join goes into the subquery's own FROM."""
+        guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
+        sql = (
+            "SELECT count(*) FROM sales WHERE employee_id IN "
+            "(SELECT id FROM employees WHERE city = 'Lyon')"
+        )
+        result = guard.execute(sql)
+        # Lyon's store (1) has employees 1 and 4: the sales of i % 4 + 1 in (1, 4), half of 240
+        assert result.rows == [(120,)]
+        assert result.repaired == (
+            "city is a column of stores, which the query did not read: "
+            "JOIN stores ON stores.id = employees.store_id added"
+        )
+
+    def test_join_missing_joins_a_table_named_with_its_column_whose_rows_it_asks_for(
+        self, shared_shop: Path
+    ) -> None:
+        """`AVG(payment.amount) … FROM customer`: the rows of the table named are the point,
+        even though they repeat the customer's (a bare `quantity` stays unjoined: below)."""
+        guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
+        result = guard.execute("SELECT sum(sales.quantity) FROM products WHERE name = 'Yoga Mat'")
+        expected = guard.execute("SELECT sum(quantity) FROM sales WHERE product_id = 2")
+        assert result.rows == expected.rows != [(None,)]
+        assert result.repaired is not None
+        assert result.repaired.endswith("JOIN sales ON sales.product_id = products.id added")
+
+    @pytest.mark.parametrize(
+        ("sql", "expected", "read_as"),
+        [
+            (
+                "SELECT p.name, sum(p.quantity) FROM products p GROUP BY p.name ORDER BY 1",
+                "SELECT p.name, sum(s.quantity) FROM products p JOIN sales s "
+                "ON s.product_id = p.id GROUP BY p.name ORDER BY 1",
+                "quantity is a column of sales, not of products: p read as "
+                "products JOIN sales ON sales.product_id = products.id",
+            ),
+            (
+                "SELECT e.name, e.city FROM employees e ORDER BY e.id",
+                "SELECT e.name, s.city FROM employees e JOIN stores s "
+                "ON s.id = e.store_id ORDER BY e.id",
+                "city is a column of stores, not of employees: e read as "
+                "employees JOIN stores ON stores.id = employees.store_id",
+            ),
+        ],
+    )
+    def test_join_missing_reads_a_table_with_its_neighbours_column_under_its_name(
+        self, shared_shop: Path, sql: str, expected: str, read_as: str
+    ) -> None:
+        """`category.film_id`, `T2.CustomerId` of invoice_items: the 1.5B named a column as a
+        table's that has none, the one table next to it that has it named in the error, seven
+        turns running. Either way round (a product's sales, an employee's store)."""
+        guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
+        result = guard.execute(sql)
+        assert result.rows == guard.execute(expected).rows
+        assert result.repaired == read_as
+        assert result.sql.startswith("SELECT p.name" if "p." in sql else "SELECT e.name")
+
     @pytest.mark.parametrize(
         ("sql", "why"),
         [
             ("SELECT name, quantity FROM products", "a product's sales: rows repeated"),
-            ("SELECT e.city FROM employees e", "the column named as another table's"),
+            ("SELECT s.name FROM sales s", "two tables next to sales have a name"),
             (
                 "SELECT id FROM sales WHERE product_id IN (SELECT id FROM products WHERE city)",
-                "a subquery",
+                "the join would start at the outer SELECT's sales",
             ),
-            ("SELECT name, city FROM employees", "joined, name is ambiguous"),
         ],
     )
     def test_join_missing_leaves_what_it_cannot_join_safely_as_written(
