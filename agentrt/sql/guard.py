@@ -559,7 +559,8 @@ class SqlGuard:
                 )
         message = "; ".join([f"SQLite error: {error}", *(h for h in hints if h)])
         mended = None
-        if self.policy.join_missing and reference is not None:
+        # a write runs as written or not at all: what it changes is not for the guard to guess
+        if self.policy.join_missing and reference and checked.tree.key not in _ROW_WRITES:
             owner = reference.around.get(qualifier.casefold())
             mended = (
                 self._joined(checked, reference, found, qualifier)

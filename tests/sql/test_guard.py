@@ -254,6 +254,16 @@ class TestReads:
             "JOIN stores ON stores.id = employees.store_id added"
         )
 
+    def test_join_missing_leaves_a_write_as_written(self, shop: Path) -> None:
+        guard = SqlGuard(shop, GuardPolicy(join_missing=True, allow_writes=True))
+        before = digest(shop)
+        with pytest.raises(ToolError, match=r"then read stores\.city$"):
+            guard.execute(
+                "DELETE FROM sales WHERE employee_id IN "
+                "(SELECT id FROM employees WHERE city = 'Lyon')"
+            )
+        assert digest(shop) == before
+
     def test_join_missing_joins_a_table_named_with_its_column_whose_rows_it_asks_for(
         self, shared_shop: Path
     ) -> None:
