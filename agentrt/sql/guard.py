@@ -545,7 +545,7 @@ class SqlGuard:
         qualifier, _, name = error.partition(":")[2].strip().rpartition(".")
         reference = self._failing_reference(checked.tree, qualifier, name)
         read = frozenset(reference.around.values()) if reference else checked.tables
-        hints = [self._column_names(read)]
+        hints = [self._column_names(read), *self._read_elsewhere(reference, qualifier, name)]
         aliases = _aliases(checked.tree, self._tables)
         found = self._tables_having(name, read)
         for column, table, route in found:
@@ -561,13 +561,25 @@ class SqlGuard:
         mended = None
         # a write runs as written or not at all: what it changes is not for the guard to guess
         if self.policy.join_missing and reference and checked.tree.key not in _ROW_WRITES:
-            owner = reference.around.get(qualifier.casefold())
+            owner = reference.table(qualifier)
             mended = (
                 self._joined(checked, reference, found, qualifier)
                 if owner is None
                 else self._bridged(checked, reference, qualifier, owner, name)
             )
         return _MissingColumn(message, mended)
+
+    def _read_elsewhere(self, reference: _Reference | None, qualifier: str, name: str) -> list[str]:
+        """Where the query reads a column `name` under another name than `qualifier`: the 1.5B
+        wrote `T1.name` of film for `T2.name` of language, and was pointed at category."""
+        if reference is None or reference.table(qualifier) is None:
+            return []
+        return [
+            f"{column} is a column of {real}, which the query reads as {called}: "
+            f"read {called}.{sql_name(column)}"
+            for called, real in reference.around.items()
+            if (column := self._readable_column(real, name))
+        ]
 
     def _joined(
         self,
@@ -718,11 +730,12 @@ class SqlGuard:
                 for table in select.find_all(exp.Table):
                     real = self._tables.get(table.name.casefold())
                     if real and table.find_ancestor(exp.Select) is select:
-                        around.setdefault(table.alias_or_name.casefold(), real)
+                        around.setdefault(table.alias_or_name, real)
                         if select is nearest:
                             own.setdefault(real, table.alias_or_name)
                 select = select.find_ancestor(exp.Select)
-            named = [around.get(qualifier.casefold())] if qualifier else around.values()
+            reads = _Reference(-1, own, around)  # its index is looked for only if it fails
+            named = [reads.table(qualifier)] if qualifier else around.values()
             if nearest is not None and not any(t and self._readable_column(t, name) for t in named):
                 index = next(i for i, s in enumerate(tree.find_all(exp.Select)) if s is nearest)
                 return _Reference(index, own, around)
@@ -994,11 +1007,17 @@ class _Reference:
     """Where a statement reads a column SQLite cannot resolve: its SELECT, as the `index`-th
     of the statement's (`find_all` order), what that SELECT calls each of its own tables
     (schema name → name or alias), and the tables it can read, its own and those of the
-    SELECTs around it (what they are called, casefolded → schema name)."""
+    SELECTs around it (what they are called → schema name)."""
 
     index: int
     own: dict[str, str]
     around: dict[str, str]
+
+    def table(self, called: str) -> str | None:
+        """The schema name of the table the query calls `called` there (as SQLite compares
+        names: case aside)."""
+        folded = called.casefold()
+        return next((real for name, real in self.around.items() if name.casefold() == folded), None)
 
     def in_copy(self, tree: exp.Expr) -> tuple[exp.Expr, exp.Select]:
         """A copy of `tree` to mend, and the SELECT of the reference in it."""

@@ -109,6 +109,21 @@ class TestReads:
         result = guard.execute(f"SELECT stores.city, count(*) FROM sales s {join} GROUP BY 1")
         assert sorted(result.rows) == [("  Porto ", 60), ("Leeds", 60), ("Lyon", 120)]
 
+    def test_a_column_named_as_the_wrong_tables_points_to_the_one_read_that_has_it(
+        self, shared_shop: Path
+    ) -> None:
+        """`T1.name` of film for `T2.name` of language: the 1.5B was pointed only at category,
+        which it did not read, three joins away."""
+        with pytest.raises(ToolError) as info:
+            SqlGuard(shared_shop, GuardPolicy(join_missing=True)).execute(
+                "SELECT e.city FROM employees e JOIN stores s ON s.id = e.store_id"
+            )
+        assert str(info.value) == (
+            "SQLite error: no such column: e.city; the columns of employees are id, name, "
+            "title, salary, store_id; the columns of stores are id, name, city; "
+            "city is a column of stores, which the query reads as s: read s.city"
+        )
+
     def test_the_join_named_is_from_the_select_that_misses_the_column(
         self, shared_shop: Path
     ) -> None:
