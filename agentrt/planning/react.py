@@ -139,6 +139,8 @@ class _ReAct:
         self._tools_version = -1
         self._no_fit = False
         """Only the tools that answer are shown (`_withhold_tools`)."""
+        self._asked_back = False
+        """The model asked the user their own question: no tool that asks is shown."""
         self._sync_tools()
         self._made: Counter[str] = Counter()
         """How often each call (tool and arguments) was made in the run."""
@@ -177,7 +179,11 @@ class _ReAct:
         self.parser = ToolCallParser(
             TagSpec(t.name, t.text_param, t.split, t.definition.parameters) for t in tools
         )
-        shown = [t for t in tools if t.ends_run or not self._no_fit]
+        shown = [
+            t
+            for t in tools
+            if (t.ends_run or not self._no_fit) and not (t.asks_user and self._asked_back)
+        ]
         self.definitions = [t.definition for t in shown]
         self.answer_tools = [t.name for t in shown if t.ends_run]
         self.asking = [t.name for t in shown if t.asks_user]
@@ -193,9 +199,9 @@ class _ReAct:
             self._sync_tools()
             turn = await kernel.turn(step, functools.partial(self._turn, step))
             ended = next((o for o in turn.outcomes if o.ends_run or o.asks_user), None)
-            if ended is not None and self._finished_too_early(turn, ended):
-                ended = None
             if ended is not None and ended.asks_user and self._echoes_the_question(step, ended):
+                ended = None
+            if ended is not None and self._finished_too_early(turn, ended):
                 ended = None
             self._founded = self._founded or any(
                 o.status == "ok" and o.name in self.answer_needs for o in turn.outcomes
@@ -340,10 +346,14 @@ class _ReAct:
 
     def _echoes_the_question(self, step: int, ended: ToolOutcome) -> bool:
         """A question to the user that is the user's own question asks nothing: refused, and
-        the model is told to answer it. The 1.5B copilot, its query's rows in front of it,
-        asked the user "Which cities in Switzerland have company offices?" (issue 24)."""
+        the model is told to answer it; the tools that ask are offered no more in the run. The
+        1.5B copilot, its query's rows in front of it, asked the user "Which cities in
+        Switzerland have company offices?" beside a query, told to read the results and answer,
+        five times until its budget ran out (issue 24)."""
         if _words(str(ended.output)) != _words(self.task.query):
             return False
+        self._asked_back = True
+        self._tools_version = -1  # shown again without them
         self.ctx.emit(
             GuardEvent,
             step=step,

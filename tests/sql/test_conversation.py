@@ -249,16 +249,16 @@ class TestTurns:
         self, tmp_path: Path, copilot: Any, expected: Expected
     ) -> None:
         """Its rows in front of it, the 1.5B asked the user its own question, beside its query
-        again, five times, until its budget was spent: beside the query, the ask is refused
-        with a note that says to answer (not to ask "with the answer"); alone, it is refused as
-        an echo (`echoed_question`), and the next turn answers."""
+        again, five times, until its budget was spent, told each time to read the results and
+        answer: the echo is refused as such (`echoed_question`), beside a query or alone, and
+        the tools that ask are offered no more in the run. A question of its own beside a query
+        is refused until it has read the results (`early_finish`)."""
         agent = make_copilot_agent(tmp_path, copilot, "s7", 0)
         answer = f"{expected.seller} sold the most."
         agent.model = ScriptedModel(
             [
-                call("run_sql", sql=TOP_SQL, name="top"),
-                call("ask_user", question=WHO) + call("run_sql", sql=TOP_SQL, name="top"),
-                call("ask_user", question="who sold the MOST"),
+                call("ask_user", question="Which year?") + call("run_sql", sql=TOP_SQL, name="top"),
+                call("ask_user", question="who sold the MOST") + call("run_sql", sql=TOP_SQL),
                 answer,
             ]
         )
@@ -267,14 +267,18 @@ class TestTurns:
         guards = [(e.step, e.kind) for e in result.trajectory.events if isinstance(e, GuardEvent)]
         assert guards == [
             (2, "awaits_result"),
+            (2, "early_finish"),
             (3, "awaits_result"),
-            (3, "early_finish"),
-            (4, "echoed_question"),
+            (3, "echoed_question"),
         ]
-        told = [m.content for m in agent.model.requests[-1].messages if m.role == "tool"]
-        assert told[-3].startswith("Not asked: you called ask_user in the same reply")
-        assert "answer from them" in told[-3]
-        assert told[-1].startswith("Not asked: that is the user's own question")
+        requests = agent.model.requests
+        told = [m.content for m in requests[-1].messages if m.role == "tool"]
+        assert told[-4].startswith("Not asked: you called ask_user in the same reply")
+        assert "answer from them" in told[-4]
+        assert told[-2].startswith("Not asked: that is the user's own question")
+        offered = [{t.name for t in r.tools} for r in requests[-3:]]
+        assert ["ask_user" in names for names in offered] == [True, True, False]
+        assert "run_sql" in offered[2]
 
     async def test_charts_are_offered_when_the_question_asks_for_one(
         self, tmp_path: Path, copilot: Any
