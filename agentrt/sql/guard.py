@@ -167,9 +167,10 @@ class GuardPolicy(BaseModel):
       others too, joined only through it) and each key of the join leads to at most one row
       (no row repeated), or the column is named by its table's name and one key joins it
       (`payment.amount`: the payments' rows are what it asks for);
-    - a column named as a table's that has none (`category.film_id`) is read from the one
-      table next to it (one key away, not read by the statement) that has it: the table is
-      read as itself joined to that one, under the same name.
+    - a key column named as a table's that has none (`category.film_id`) is read from the one
+      table next to it (one key away, not read by the statement) that has it as a key column:
+      the table is read as itself joined to that one, under the same name (`film.name` is
+      left alone: a title misnamed as likely as the language's name).
     The result's `repaired` says what was done. Off by default: what runs is then not what
     was written."""
 
@@ -643,9 +644,11 @@ class SqlGuard:
     ) -> tuple[str, str] | None:
         """The statement with table `owner`, whose column `name` it reads and which has none,
         read as itself joined to the one table next to it (one key away, not read by the
-        statement) that has it, under the same name; and what was done. `category.film_id`
-        is then the film_id of film_category, the category's films: the 1.5B wrote that
-        query, told the join, seven times over. None when no such table, or more than one."""
+        statement) that has it as a key column, under the same name; and what was done.
+        `category.film_id` is then the film_id of film_category, the category's films: the
+        1.5B wrote that query, told the join, seven times over. None when no such table, or
+        more than one. Key columns only: `film.name` is far likelier a film's title misnamed
+        than its language's name, and a key names what it links whatever it is called."""
         from sqlglot import exp, parse_one
 
         nearby = {
@@ -654,7 +657,7 @@ class SqlGuard:
             if owner in (key.table, key.ref_table)
             and (other := _other_end(key, owner)) not in checked.tables
             and self._joinable(key)
-            and self._readable_column(other, name)
+            and self._is_key(other, name)
         }
         if len(nearby) != 1:
             return None
@@ -748,6 +751,19 @@ class SqlGuard:
         if found is None or (allowed is not None and found.name.casefold() not in allowed):
             return None
         return found.name
+
+    def _is_key(self, table: str, name: str) -> bool:
+        """Whether `table` has a readable column `name` that a join key or its primary key
+        is made of."""
+        column = self._readable_column(table, name)
+        if column is None:
+            return False
+        found = self.schema.table(table)
+        return any(
+            (key.table, key.column) == (table, column)
+            or (key.ref_table, key.ref_column) == (table, column)
+            for key in self.joins
+        ) or bool(found and (c := found.column(column)) and c.primary_key)
 
     def _joinable(self, key: ForeignKey) -> bool:
         return bool(

@@ -295,38 +295,40 @@ class TestReads:
         ("sql", "expected", "read_as"),
         [
             (
-                "SELECT p.name, sum(p.quantity) FROM products p GROUP BY p.name ORDER BY 1",
-                "SELECT p.name, sum(s.quantity) FROM products p JOIN sales s "
-                "ON s.product_id = p.id GROUP BY p.name ORDER BY 1",
-                "quantity is a column of sales, not of products: p read as "
+                "SELECT p.name, count(DISTINCT p.employee_id) FROM products p GROUP BY p.name",
+                "SELECT p.name, count(DISTINCT s.employee_id) FROM products p JOIN sales s "
+                "ON s.product_id = p.id GROUP BY p.name",
+                "employee_id is a column of sales, not of products: p read as "
                 "products JOIN sales ON sales.product_id = products.id",
             ),
             (
-                "SELECT e.name, e.city FROM employees e ORDER BY e.id",
-                "SELECT e.name, s.city FROM employees e JOIN stores s "
-                "ON s.id = e.store_id ORDER BY e.id",
-                "city is a column of stores, not of employees: e read as "
-                "employees JOIN stores ON stores.id = employees.store_id",
+                "SELECT s.store_id, count(*) FROM sales s GROUP BY s.store_id",
+                "SELECT e.store_id, count(*) FROM sales s JOIN employees e "
+                "ON e.id = s.employee_id GROUP BY e.store_id",
+                "store_id is a column of employees, not of sales: s read as "
+                "sales JOIN employees ON employees.id = sales.employee_id",
             ),
         ],
     )
     def test_join_missing_reads_a_table_with_its_neighbours_column_under_its_name(
         self, shared_shop: Path, sql: str, expected: str, read_as: str
     ) -> None:
-        """`category.film_id`, `T2.CustomerId` of invoice_items: the 1.5B named a column as a
-        table's that has none, the one table next to it that has it named in the error, seven
-        turns running. Either way round (a product's sales, an employee's store)."""
+        """`category.film_id`, `T2.CustomerId` of invoice_items: the 1.5B named a key column
+        as a table's that has none, the one table next to it that has it named in the error,
+        seven turns running. Either way round (a product's sales, a sale's employee)."""
         guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
         result = guard.execute(sql)
-        assert result.rows == guard.execute(expected).rows
+        assert sorted(result.rows) == sorted(guard.execute(expected).rows)
+        assert len(result.rows) == 3
         assert result.repaired == read_as
-        assert result.sql.startswith("SELECT p.name" if "p." in sql else "SELECT e.name")
+        assert result.sql.casefold().startswith(sql.split(" FROM ")[0].casefold())
 
     @pytest.mark.parametrize(
         ("sql", "why"),
         [
             ("SELECT name, quantity FROM products", "a product's sales: rows repeated"),
-            ("SELECT s.name FROM sales s", "two tables next to sales have a name"),
+            ("SELECT s.product_id FROM stores s", "no table next to stores has it"),
+            ("SELECT e.city FROM employees e", "not a key: a column misnamed as likely"),
             (
                 "SELECT id FROM sales WHERE product_id IN (SELECT id FROM products WHERE city)",
                 "the join would start at the outer SELECT's sales",
