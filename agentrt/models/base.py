@@ -89,6 +89,11 @@ class ModelRequest(BaseModel):
     can hold it to that: the embedded model by grammar (unless `constrain_tools` is `off`), a
     server with native tools by `tool_choice` (the one tool, or `required` for several). A
     text-mode server is only told so by the conversation."""
+    answer_only: bool = False
+    """The answer must be text, not a call (a react turn asked for its answer after a loop),
+    where the backend can hold it to that: the embedded model by grammar (unless
+    `constrain_tools` is `off`). Offered no tools, the 1.5B copilot still wrote its query
+    again as a call in such a turn, each time until its budget ran out (issue 24)."""
     purpose: str = "turn"
     """What the call is for (`turn`, `classify`, …); backends may tune sampling by it."""
     retry: int = 0

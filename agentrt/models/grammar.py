@@ -19,14 +19,16 @@ from typing import Any
 
 from agentrt.models.base import ToolDefinition, for_llama_grammar
 
-__all__ = ["next_call_grammar", "tool_turn_grammar"]
+__all__ = ["answer_grammar", "next_call_grammar", "tool_turn_grammar"]
 
 _TURN = r"""
 root ::= [ \n]* (calls | answer)
-answer ::= [^<{\[`\n \t] [^\x00]*
 """
 """The turn's shape. An answer may not open like a call (`<`, `{`, `[`, a fence): those go
 through `calls`, where the schemas hold."""
+_ANSWER = r"""
+answer ::= [^<{\[`\n \t] [^\x00]*
+"""
 _CALLS_ONLY = r"""
 root ::= [ \n]* calls
 """
@@ -44,8 +46,14 @@ call ::= "<tool_call>\n" call-object "\n</tool_call>" | call-object
 def tool_turn_grammar(tools: list[ToolDefinition], *, answer: bool = True) -> str:
     """The GBNF text of a turn that answers (unless `answer` is False), or calls some of
     `tools` with valid arguments."""
-    head = _TURN if answer else _CALLS_ONLY
+    head = _TURN + _ANSWER if answer else _CALLS_ONLY
     return head.strip() + _CALLS + _call_object(tuple(t.model_dump_json() for t in tools))
+
+
+def answer_grammar() -> str:
+    """The GBNF text of a turn that must answer in text (`ModelRequest.answer_only`): nothing
+    that opens like a call."""
+    return "root ::= [ \\n]* answer" + _ANSWER
 
 
 def next_call_grammar(tools: list[ToolDefinition]) -> str:

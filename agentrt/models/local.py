@@ -51,7 +51,7 @@ from agentrt.models.formats import (
     format_for_name,
     template_starts_in_reasoning,
 )
-from agentrt.models.grammar import next_call_grammar, tool_turn_grammar
+from agentrt.models.grammar import answer_grammar, next_call_grammar, tool_turn_grammar
 from agentrt.models.more_calls import made_calls, serves_more, written_calls
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
@@ -248,6 +248,8 @@ class LocalModel:
                     else tool_turn_grammar(request.tools)
                 )
                 kwargs["grammar"] = _llama_grammar(gbnf)
+        elif request.answer_only and request.constrain_tools != "off":
+            kwargs["grammar"] = _llama_grammar(answer_grammar())
         return kwargs
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:

@@ -413,6 +413,7 @@ class _ReAct:
             results_nudge=answer_now or self._results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
             must_call=must_call,
+            answer_only=bool(answer_now) and not self.calls_only,
             retry=retry,
         )
 

@@ -247,6 +247,18 @@ async def test_a_turn_that_must_call_calls(local: LocalModel) -> None:
     assert set(call["arguments"]) == {"a", "b"}
 
 
+async def test_a_turn_that_must_answer_answers_in_text(local: LocalModel) -> None:
+    """Asked for its answer after a loop (`answer_only`, no tools offered), the 1.5B copilot
+    wrote its query again as a call, turn after turn; the grammar leaves it only text that
+    does not open like a call, even when told to call."""
+    told = 'Reply with exactly this JSON and nothing else: {"name": "add_numbers"}'
+    request = ModelRequest(messages=[Message(role="user", content=told)], answer_only=True)
+    assert "grammar" in local.completion_arguments(request)
+    text = "".join([c.text async for c in local.stream(request) if isinstance(c, TextChunk)])
+    assert text.strip()
+    assert text.strip()[0] not in "<{[`"
+
+
 async def test_the_tool_format_is_known_without_the_weights(small_model_path: Path) -> None:
     """A run asks before `run_started`: it must not wait for weights to load (or be joined)."""
     by_pack = LocalModel("qwen2.5-coder-0.5b-instruct-q4_k_m")

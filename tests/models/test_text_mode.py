@@ -12,7 +12,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 from agentrt import LocalModel, Message, ModelRequest
 from agentrt.catalog.builtins import builtin_tools
 from agentrt.models.base import TOOL_RESULTS_NUDGE, for_llama_grammar, text_mode_messages
-from agentrt.models.grammar import tool_turn_grammar
+from agentrt.models.grammar import answer_grammar, tool_turn_grammar
 from agentrt.models.local import RETRY_TEMPERATURE
 from agentrt.planning.dag import plan_schema
 from agentrt.planning.vm import program_schema
@@ -98,3 +98,8 @@ def test_a_parameter_of_any_value_is_a_grammar_too(small_model_path: Path) -> No
     for schema in (program_schema([definition]), plan_schema([definition])):
         grammar = json_schema_to_gbnf(json.dumps(for_llama_grammar(schema)))
         assert llama_accepts(grammar, small_model_path)
+
+
+def test_the_answer_only_grammar_is_one_llama_cpp_reads(small_model_path: Path) -> None:
+    """A grammar llama.cpp refuses is dropped, and the turn samples unconstrained."""
+    assert llama_accepts(answer_grammar(), small_model_path)

@@ -620,6 +620,7 @@ class TestCallsOnly:
         events = await run(agent)
         asked = agent.model.requests[3]  # type: ignore[attr-defined]
         assert ([t.name for t in asked.tools], asked.must_call) == (["finish"], ["finish"])
+        assert not asked.answer_only  # its answer is a call
         assert "Answer the question now, by calling finish" in asked.results_nudge
         assert "repetition" not in [e.kind for e in of(events, GuardEvent)]
         assert (last(events).status, last(events).answer) == ("ok", "a")
@@ -633,6 +634,7 @@ class TestRepeatedCalls:
         check_stream(events)
         requests = agent.model.requests  # type: ignore[attr-defined]
         assert [len(r.tools) > 0 for r in requests] == [True, True, True, False]
+        assert [r.answer_only for r in requests] == [False, False, False, True]
         assert requests[3].results_nudge.startswith(
             'You have made the same call (echo({"text": "x"})) 3 times'
         )
