@@ -29,6 +29,7 @@ through `calls`, where the schemas hold."""
 _ANSWER = r"""
 answer ::= [^<{\[`\n \t] [^\x00]*
 """
+"""An answer: text that does not open like a call."""
 _CALLS_ONLY = r"""
 root ::= [ \n]* calls
 """
