@@ -593,6 +593,8 @@ class SqlGuard:
         the column (a subquery's own: `… IN (SELECT customer_id FROM customers WHERE
         country_name = 'Brazil')`), and what was added; None unless it is safe (see
         `GuardPolicy.join_missing`)."""
+        if qualifier:  # `customer.customer_id` names its table, though rental has one too
+            found = [f for f in found if f[1].casefold() == qualifier.casefold()]
         if len(found) != 1:
             return None
         column, table, route = found[0]

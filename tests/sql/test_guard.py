@@ -290,6 +290,12 @@ class TestReads:
         assert result.rows == expected.rows != [(None,)]
         assert result.repaired is not None
         assert result.repaired.endswith("JOIN sales ON sales.product_id = products.id added")
+        # products has a name too, but the column names its table
+        named = guard.execute(
+            "SELECT sum(quantity) FROM sales WHERE employees.name = 'Alice Martin'"
+        )
+        alice = guard.execute("SELECT sum(quantity) FROM sales WHERE employee_id = 1")
+        assert named.rows == alice.rows != [(None,)]
 
     @pytest.mark.parametrize(
         ("sql", "expected", "read_as"),
