@@ -598,7 +598,7 @@ class SqlGuard:
         if len(found) != 1:
             return None
         column, table, route = found[0]
-        if route is None or qualifier.casefold() not in ("", table.casefold()):
+        if route is None:
             return None
         walked = walk(route, table)
         if _other_end(route[0], walked[0][1]) not in reference.own:
@@ -739,8 +739,7 @@ class SqlGuard:
                         if select is nearest:
                             own.setdefault(real, table.alias_or_name)
                 select = select.find_ancestor(exp.Select)
-            reads = _Reference(-1, own, around)  # its index is looked for only if it fails
-            named = [reads.table(qualifier)] if qualifier else around.values()
+            named = [_called(around, qualifier)] if qualifier else around.values()
             if nearest is not None and not any(t and self._readable_column(t, name) for t in named):
                 index = next(i for i, s in enumerate(tree.find_all(exp.Select)) if s is nearest)
                 return _Reference(index, own, around)
@@ -1016,6 +1015,13 @@ def _aliases(tree: exp.Expr, tables: Mapping[str, str]) -> dict[str, str]:
     return named
 
 
+def _called(tables: Mapping[str, str], called: str) -> str | None:
+    """The schema name of the table a query calls `called` in `tables` (what a query calls a
+    table → its schema name), compared as SQLite does: case aside."""
+    folded = called.casefold()
+    return next((real for name, real in tables.items() if name.casefold() == folded), None)
+
+
 def _other_end(key: ForeignKey, table: str) -> str:
     return key.ref_table if key.table == table else key.table
 
@@ -1034,8 +1040,7 @@ class _Reference:
     def table(self, called: str) -> str | None:
         """The schema name of the table the query calls `called` there (as SQLite compares
         names: case aside)."""
-        folded = called.casefold()
-        return next((real for name, real in self.around.items() if name.casefold() == folded), None)
+        return _called(self.around, called)
 
     def in_copy(self, tree: exp.Expr) -> tuple[exp.Expr, exp.Select]:
         """A copy of `tree` to mend, and the SELECT of the reference in it."""
