@@ -211,8 +211,8 @@ class TestGround:
             assert other not in text
         assert "products.name = 'Desk Lamp'" in text
 
-    def test_a_value_named_word_for_word_stands_alone_in_its_column(self) -> None:
-        """Its column's look-alikes are left out of the prompt; other columns' are kept."""
+    def test_values_named_word_for_word_stand_alone(self) -> None:
+        """Look-alikes, of their column or another, are left out of the prompt."""
         found = [
             ("genres", "Name", "Alternative", False),
             ("genres", "Name", "Alternative & Punk", True),
@@ -229,7 +229,21 @@ class TestGround:
         assert grounding.render().splitlines() == [
             "Values in the data that match the question:",
             "genres.Name = 'Alternative & Punk'",
-            "tracks.Composer = 'Foo Fighters'",
+        ]
+
+    def test_look_alikes_are_shown_when_no_value_is_named_word_for_word(self) -> None:
+        """ "the United States" is 'USA' by its meaning only: similar values are all there is."""
+        grounding = Grounding(
+            question="How many customers are in the United States?",
+            values=[
+                GroundedValue(table="customers", column="Country", value=v, literal=False, score=s)
+                for v, s in (("USA", 0.37), ("United Kingdom", 0.35))
+            ],
+        )
+        assert grounding.render().splitlines() == [
+            "Values in the data that match the question:",
+            "customers.Country = 'USA'",
+            "customers.Country = 'United Kingdom'",
         ]
 
     async def test_aground_and_abuild_run_in_worker_threads(

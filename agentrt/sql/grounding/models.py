@@ -127,8 +127,8 @@ class Grounding(BaseModel):
 
     def render(self) -> str:
         """The grounded schema as a prompt shows it: each table with its grounded columns (in
-        the table's order), then the values found (of a column with a value the question names
-        word for word, only such values)."""
+        the table's order), then the values found: when the question names any value word for
+        word, only such values."""
         lines = []
         by_table: dict[str, list[GroundedColumn]] = defaultdict(list)
         for column in self.columns:
@@ -146,11 +146,14 @@ class Grounding(BaseModel):
                         part += " (inferred, not declared)"
                 parts.append(part)
             lines.append(f"{table.name}({', '.join(parts)})")
-        # A column whose value the question names word for word shows that one alone: shown
-        # 'Alternative & Punk' with 'Alternative', 'Rock And Roll' and 'Soundtrack' beside
-        # it, the 1.5B compared the genre with all of them.
-        named = {(v.table, v.column) for v in self.values if v.literal}
-        values = [v for v in self.values if v.literal or (v.table, v.column) not in named]
+        # Values the question names word for word stand alone: shown 'Alternative & Punk'
+        # with 'Alternative', 'Rock And Roll' and 'Soundtrack' beside it, the 1.5B compared the
+        # genre with all of them; shown 'ARIZONA DINOSAUR' with a look-alike of another column
+        # (actor.last_name = 'MURPHY', or a city and an income level beside a country's code),
+        # it added a filter on that too (issue 24). The look-alikes stay when nothing is named
+        # word for word: "the United States" is 'USA' only by its meaning.
+        literal = [v for v in self.values if v.literal]
+        values = literal or self.values
         if values:
             lines.append("Values in the data that match the question:")
             lines += [f"{v.table}.{v.column} = {_sql_string(v.value)}" for v in values]
