@@ -166,7 +166,9 @@ class GuardPolicy(BaseModel):
       in the SELECT (or subquery) that reads it, when one other table has the column (or
       others too, joined only through it) and each key of the join leads to at most one row
       (no row repeated), or the column is named by its table's name and one key joins it
-      (`payment.amount`: the payments' rows are what it asks for);
+      (`payment.amount`: the payments' rows are what it asks for), or the SELECT is a
+      DISTINCT one that counts nothing (a repeated row is shown once); a column named by an
+      alias the statement never defines (`p.model_year`) is then read as the joined table's;
     - a key column named as a table's that has none (`category.film_id`) is read from the one
       table next to it (one key away, not read by the statement) that has it as a key column:
       the table is read as itself joined to that one, under the same name (`film.name` is
@@ -593,7 +595,10 @@ class SqlGuard:
         the column (a subquery's own: `… IN (SELECT customer_id FROM customers WHERE
         country_name = 'Brazil')`), and what was added; None unless it is safe (see
         `GuardPolicy.join_missing`)."""
-        if qualifier:  # `customer.customer_id` names its table, though rental has one too
+        # `customer.customer_id` names its table, though rental has one too; `p.model_year`,
+        # p defined nowhere, names none.
+        undefined = bool(qualifier) and self.schema.table(qualifier) is None
+        if qualifier and not undefined:
             found = [f for f in found if f[1].casefold() == qualifier.casefold()]
         if len(found) != 1:
             return None
@@ -603,17 +608,22 @@ class SqlGuard:
         walked = walk(route, table)
         if _other_end(route[0], walked[0][1]) not in reference.own:
             return None  # the route starts at a table of a SELECT around it
-        # Each key from a table joined already to the one it references: no row repeated;
-        # but a column named by its table's name (`payment.amount`) asks for that table's rows.
-        named = qualifier.casefold() == table.casefold() and len(route) == 1
-        if not named and any(new != key.ref_table for key, new in walked):
-            return None
         tree, select = reference.in_copy(checked.tree)
+        # Each key from a table joined already to the one it references: no row repeated;
+        # but a column named by its table's name (`payment.amount`) asks for that table's rows,
+        # and a SELECT DISTINCT that counts nothing gives each row once however often it comes.
+        named = qualifier.casefold() == table.casefold() and len(route) == 1
+        repeats = any(new != key.ref_table for key, new in walked)
+        if repeats and not named and not _distinct_rows(select):
+            return None
         self._qualify(select, reference.own)
         for new, on in join_steps(route, table, reference.own):
             select.join(new, on=on, dialect="sqlite", copy=False)
         added = join_clauses(route, table, reference.own)
         repaired = f"{column} is a column of {table}, which the query did not read: {added} added"
+        if undefined:
+            _rename_table(select, qualifier, table)
+            repaired += f", and {qualifier}, which it does not define, read as {sql_name(table)}"
         return tree.sql(dialect="sqlite"), repaired
 
     def _qualify(self, select: exp.Select, own: Mapping[str, str]) -> None:
@@ -1020,6 +1030,26 @@ def _called(tables: Mapping[str, str], called: str) -> str | None:
     table → its schema name), compared as SQLite does: case aside."""
     folded = called.casefold()
     return next((real for name, real in tables.items() if name.casefold() == folded), None)
+
+
+def _distinct_rows(select: exp.Select) -> bool:
+    """Whether `select` is a SELECT DISTINCT with no aggregate of its own: rows a join repeats
+    change nothing in its result."""
+    from sqlglot import exp
+
+    return bool(select.args.get("distinct")) and not any(
+        agg.find_ancestor(exp.Select) is select for agg in select.find_all(exp.AggFunc)
+    )
+
+
+def _rename_table(select: exp.Select, called: str, table: str) -> None:
+    """Read the columns `select` names as `called`'s as `table`'s."""
+    from sqlglot import exp
+
+    folded = called.casefold()
+    for column in select.find_all(exp.Column):
+        if column.table.casefold() == folded and column.find_ancestor(exp.Select) is select:
+            column.set("table", exp.to_identifier(table))
 
 
 def _other_end(key: ForeignKey, table: str) -> str:

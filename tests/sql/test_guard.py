@@ -329,10 +329,36 @@ class TestReads:
         assert result.repaired == read_as
         assert result.sql.casefold().startswith(sql.split(" FROM ")[0].casefold())
 
+    def test_join_missing_joins_a_table_an_undefined_alias_names_for_a_distinct_list(
+        self, shared_shop: Path
+    ) -> None:
+        """`SELECT DISTINCT e.first_name … WHERE p.model_year = '2025'`, p defined nowhere: the
+        1.5B sent it six times, told the three joins each time. A SELECT DISTINCT that counts
+        nothing has each row once however often a join repeats it."""
+        guard = SqlGuard(shared_shop, GuardPolicy(join_missing=True))
+        result = guard.execute(
+            "SELECT DISTINCT e.name FROM employees e "
+            "WHERE e.title = 'Cashier' AND p.category = 'Sports'"
+        )
+        assert sorted(result.rows) == [("Alice Martin",), ("Chloe Novak",)]
+        assert result.repaired == (
+            "category is a column of products, which the query did not read: "
+            "JOIN sales ON sales.employee_id = e.id JOIN products ON products.id = "
+            "sales.product_id added, and p, which it does not define, read as products"
+        )
+
     @pytest.mark.parametrize(
         ("sql", "why"),
         [
             ("SELECT name, quantity FROM products", "a product's sales: rows repeated"),
+            (
+                "SELECT e.name FROM employees e WHERE p.category = 'Sports'",
+                "not DISTINCT: each employee once per sale",
+            ),
+            (
+                "SELECT DISTINCT count(*) FROM employees e WHERE p.category = 'Sports'",
+                "a count of repeated rows",
+            ),
             ("SELECT s.product_id FROM stores s", "no table next to stores has it"),
             ("SELECT e.city FROM employees e", "not a key: a column misnamed as likely"),
             (
