@@ -76,6 +76,14 @@ LOOP_NUDGE = (
     "You have made the same call ({call}) {times} times; its result is above and will not "
     "change. Answer the question now, {how}, from the results you have."
 )
+FAILED_LOOP_NUDGE = (
+    "You have made the same {name} call {times} times and it failed each time; sent again as "
+    "it is, it will fail again. Read its error and call {name} with different arguments."
+)
+"""Told instead of `LOOP_NUDGE` when the repeated call never succeeded, and the tools stay
+on offer: there are no results to answer from. Asked for the answer there, the 1.5B copilot
+made one up ("John Doe from Denver"), was sent back, and sent its failing query again until
+its budget was spent (issue 24)."""
 ANSWER_PUSHBACKS = 2
 """The times an answer written before any of the strategy's `answer_needs` tools succeeded is
 sent back. The 1.5B copilot answered "$100 per night" once its query had been refused, with no
@@ -146,6 +154,8 @@ class _ReAct:
         """How often each call (tool and arguments) was made in the run."""
         self._loop_nudge: str | None = None
         """Set when a call was made `REPEATS_BEFORE_ANSWER` times: the next turn answers."""
+        self._failed_loop: str | None = None
+        """Set when a call failed `REPEATS_BEFORE_ANSWER` times: the next turn is told so."""
         self._failed: Counter[str] = Counter()
         """How often each call (tool and arguments) failed in the run."""
         self._retry = 0
@@ -281,16 +291,21 @@ class _ReAct:
                 continue  # refused: never made
             call = f"{o.name}({o.arguments})"
             self._made[call] += 1
-            if self._made[call] >= REPEATS_BEFORE_ANSWER:
-                self._loop_nudge = LOOP_NUDGE.format(
-                    call=call, times=self._made[call], how=self._how_to_answer
-                )
             if o.status != "ok":
                 # At temperature 0 the 1.5B made one failing query six times, the error in
                 # front of it each time (issue 24): a repeat is sampled, with a new seed each.
                 self._failed[call] += 1
                 self._retry = max(self._retry, self._failed[call] - 1)
                 self._needed_failures += o.name in self.answer_needs
+            times = self._made[call]
+            if times < REPEATS_BEFORE_ANSWER:
+                continue
+            if self._failed[call] == times:
+                self._failed_loop = FAILED_LOOP_NUDGE.format(name=o.name, times=times)
+            else:
+                self._loop_nudge = LOOP_NUDGE.format(
+                    call=call, times=times, how=self._how_to_answer
+                )
 
     def _unfounded(self, step: int, call_id: str) -> bool:
         """An answer now would rest on none of `answer_needs` and may still be sent back (a
@@ -392,9 +407,9 @@ class _ReAct:
             return answering, list(self.answer_tools)
         return self.definitions, [d.name for d in self.definitions]
 
-    def _request(self, step: int, answer_now: str | None) -> ModelRequest:
+    def _request(self, step: int, answer_now: str | None, failed_loop: str | None) -> ModelRequest:
         """What the model is asked for the turn of `step`; `answer_now` (`LOOP_NUDGE`) asks
-        it for the answer."""
+        it for the answer, `failed_loop` (`FAILED_LOOP_NUDGE`) for another call."""
         tools, must_call = self._offer(step, bool(answer_now))
         retry = self._retry
         if self._forced and not self._founded and not answer_now:
@@ -410,7 +425,7 @@ class _ReAct:
             tools=tools,
             weigh_tools=self._may_withhold,
             answer_tools=self.answer_tools,
-            results_nudge=answer_now or self._results_nudge,
+            results_nudge=answer_now or failed_loop or self._results_nudge,
             constrain_tools=self.task.settings.constrain_tools,
             must_call=must_call,
             answer_only=bool(answer_now) and not self.calls_only,
@@ -420,7 +435,8 @@ class _ReAct:
     async def _turn(self, step: int) -> _Turn:
         ctx = self.ctx
         answer_now, self._loop_nudge = self._loop_nudge, None
-        request = self._request(step, answer_now)
+        failed_loop, self._failed_loop = self._failed_loop, None
+        request = self._request(step, answer_now, failed_loop)
         started = time.perf_counter()
         failure: Exception | None = None
         async with asyncio.TaskGroup() as tg:

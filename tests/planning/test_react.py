@@ -663,6 +663,24 @@ class TestRepeatedCalls:
         requests = agent.model.requests  # type: ignore[attr-defined]
         assert [r.retry for r in requests] == [0, 0, 1, 0]
 
+    async def test_a_call_that_failed_three_times_asks_for_another_call(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """There are no results to answer from: the tools stay on offer and the model is
+        told to change the call (asked for the answer, the 1.5B made one up)."""
+        failing = call("fail", message="no table reports_to")
+        agent = make_agent([failing, failing, failing, "y"])
+        events = [e async for e in agent.run("Go", strategy="exploratory")]
+        check_stream(events)
+        requests = agent.model.requests  # type: ignore[attr-defined]
+        assert all(r.tools for r in requests)
+        assert not any(r.answer_only for r in requests)
+        assert requests[3].results_nudge == (
+            "You have made the same fail call 3 times and it failed each time; sent again as "
+            "it is, it will fail again. Read its error and call fail with different arguments."
+        )
+        assert last(events).answer == "y"
+
     async def test_twice_is_no_loop(self, make_agent: MakeAgent) -> None:
         same = call("echo", text="x")
         agent = make_agent([same, same, call("echo", text="y"), "done"])
