@@ -301,8 +301,18 @@ class RunContext:
         """The model's answer to `request`, its content only and metered (see `ModelStream`)."""
         return ModelStream(self, request, step)
 
-    async def complete(self, request: ModelRequest, *, step: int | None = None) -> str:
-        """One model call whose whole content is wanted at once (classification, JSON steps)."""
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        step: int | None = None,
+        until: Callable[[str], bool] | None = None,
+    ) -> str:
+        """One model call whose whole content is wanted at once (classification, JSON steps).
+
+        :param until: given each piece of text as it arrives; True stops the model call there,
+            and what it wrote so far is the answer
+        """
         started = time.perf_counter()
         parts: list[str] = []
         usage = Usage()
@@ -310,6 +320,10 @@ class RunContext:
             async for chunk in call:
                 if isinstance(chunk, TextChunk):
                     parts.append(chunk.text)
+                    if until is not None and until(chunk.text):
+                        # Stopped mid-answer, the model sends no usage: count what it wrote.
+                        usage = Usage(completion_tokens=len(call.raw))
+                        break
                 elif isinstance(chunk, UsageChunk):
                     usage = chunk.usage
         self.record_model_response(

@@ -1,7 +1,7 @@
-"""Internal. Incremental parsing of a streamed `dag` plan: each node as soon as it is written.
+"""Internal. Incremental parsing of a streamed plan: each node as soon as it is written.
 
-A plan is one JSON object with a `nodes` array (and, under a schema, a `plan` string), perhaps
-preceded by a human-readable `<plan>…</plan>` block and wrapped in a code fence:
+A `dag` plan is one JSON object with a `nodes` array (and, under a schema, a `plan` string),
+perhaps preceded by a human-readable `<plan>…</plan>` block and wrapped in a code fence:
 
     <plan>
     T1: …  Dependencies: none
@@ -9,7 +9,8 @@ preceded by a human-readable `<plan>…</plan>` block and wrapped in a code fenc
     {"plan": "…", "nodes": [{"id": "T1", …}, {"id": "T2", …, "depends_on": ["T1"]}]}
 
 `PlanStreamParser.feed` returns the node objects whose closing brace arrived in that chunk, so a
-scheduler can start a node before the model has finished writing the plan. The scan keeps a
+scheduler can start a node before the model has finished writing the plan. A `vm` program
+(`{"program": [instructions…]}`) is read the same way, its array named by `items`. The scan keeps a
 stack of open brackets, whether it is in a string, and the last key seen at the top level; each
 character is looked at once. It does not validate: the planner does, node by node and whole.
 """
@@ -26,9 +27,13 @@ __all__ = ["PlanStreamParser"]
 
 
 class PlanStreamParser:
-    """Finds the nodes of a plan in streamed text. One parser reads one plan."""
+    """Finds the nodes of a plan in streamed text. One parser reads one plan.
 
-    def __init__(self) -> None:
+    :param items: the key of the top-level array whose objects are the nodes
+    """
+
+    def __init__(self, items: str = "nodes") -> None:
+        self._items = items
         self._whole = ""
         self._before = True
         """Still before the JSON object (in prose or in the `<plan>` block)."""
@@ -42,7 +47,7 @@ class PlanStreamParser:
         self._last_key: str | None = None
         self._expect_key = False
         self._nodes_depth = -1
-        """Depth of the `nodes` array's contents once it is open."""
+        """Depth of the nodes array's contents once it is open."""
         self._node_start = -1
         self._node_ends: list[int] = []
         """Where each node `feed` returned ends in the whole text (just past its brace)."""
@@ -71,10 +76,10 @@ class PlanStreamParser:
 
     def cut(self, keep: int) -> None:
         """End the plan after its first `keep` (≥ 1) nodes, as if the model had closed it
-        there: the text after them is dropped and the `nodes` array and the object closed. For
+        there: the text after them is dropped and the nodes array and the object closed. For
         a model that loops, writing one node over and over until its token cap."""
         end = self._node_ends[keep - 1]
-        # `nodes` is read only as a key of the top-level object: two brackets are open.
+        # The array is read only as a key of the top-level object: two brackets are open.
         self._whole = self._whole[:end] + "]}"
         self._node_ends = self._node_ends[:keep]
 
@@ -88,7 +93,7 @@ class PlanStreamParser:
         if "<plan>" in whole:
             block = whole.split("<plan>", 1)[1].split("</plan>", 1)[0].strip()
         if self._start < 0:
-            msg = "the answer holds no JSON object with the plan's nodes"
+            msg = f"the answer holds no JSON object with the plan's {self._items}"
             raise JSONProblem(msg)
         body = whole[self._start :].strip()
         if body.endswith("```"):
@@ -147,7 +152,7 @@ class PlanStreamParser:
             if (
                 char == "["
                 and len(self._stack) == 1
-                and self._last_key == "nodes"
+                and self._last_key == self._items
                 and self._nodes_depth < 0
             ):
                 self._nodes_depth = 2

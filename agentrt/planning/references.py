@@ -18,9 +18,21 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Unresolved", "expressions", "referable", "references", "resolve"]
+__all__ = [
+    "VARIABLE",
+    "VARIABLE_PATTERN",
+    "Unresolved",
+    "expressions",
+    "referable",
+    "references",
+    "resolve",
+]
 
 _NAME = r"[A-Za-z_][\w-]*"
+VARIABLE = re.compile(_NAME)
+"""A name a reference can read (`fullmatch`)."""
+VARIABLE_PATTERN = "^[A-Za-z_][A-Za-z0-9_-]*$"
+"""The same, as a JSON schema `pattern` in llama.cpp's regex subset (see `_ONE_REFERENCE`)."""
 _DOLLAR = re.compile(rf"\$\{{({_NAME})((?:\.[A-Za-z_]\w*|\[\d+\])*)\}}")
 _BRACE = re.compile(rf"(?<![$\w{{])\{{({_NAME})\}}")
 # Both forms in one pass, so that text put in by one reference is never read as another.

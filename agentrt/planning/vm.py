@@ -23,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from agentrt.events import (
+    GuardEvent,
     PlanInvalidEvent,
     PlannerFallbackEvent,
     PlanWarningEvent,
@@ -37,10 +39,13 @@ from agentrt.events import (
 from agentrt.exceptions import ProgramFailed
 from agentrt.models.base import Message, ModelRequest, ToolDefinition
 from agentrt.parsing.answers import JSONProblem, find_json
+from agentrt.parsing.plans import PlanStreamParser
 from agentrt.planning.base import PlannerInput, PlannerResult
 from agentrt.planning.kernel import Invalid, Kernel, plan_tools
 from agentrt.planning.react import run_react
 from agentrt.planning.references import (
+    VARIABLE,
+    VARIABLE_PATTERN,
     Unresolved,
     expressions,
     referable,
@@ -88,6 +93,7 @@ def program_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
         "additionalProperties": False,
     }
     others = {"type": "string", "enum": ["assign", "jmp"]}
+    variable = {"type": "string", "pattern": VARIABLE_PATTERN}
     instructions = [
         _instruction({"type": "string", "enum": ["reasoning"]}, thoughts),
         _instruction(others, {"type": "object"}),
@@ -98,9 +104,8 @@ def program_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
             "properties": {
                 "tool_name": {"type": "string", "enum": [t.name]},
                 "tool_params": referable(t.parameters),
-                "output_vars": {
-                    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
-                },
+                # Names a reference can read: the 1.5B wrote "vogalt_foods founding_year".
+                "output_vars": {"anyOf": [variable, {"type": "array", "items": variable}]},
             },
             "required": ["tool_name", "tool_params", "output_vars"],
             "additionalProperties": False,
@@ -352,7 +357,18 @@ class _Vm:
         request = ModelRequest(
             messages=self.messages, json_schema=self.schema, purpose="program", retry=retry
         )
-        raw = await self.ctx.complete(request, step=attempt)
+        parser = PlanStreamParser(items="program")
+        written: Counter[str] = Counter()
+
+        def looping(text: str) -> bool:
+            for item in parser.feed(text):
+                if self._repeats(attempt, item, written):
+                    parser.cut(written.total())
+                    return True
+            return False
+
+        await self.ctx.complete(request, step=attempt, until=looping)
+        raw = parser.text
         try:
             value = find_json(raw)
         except JSONProblem as exc:
@@ -361,7 +377,68 @@ class _Vm:
         if not isinstance(items, list):
             return raw, [], ['the answer must be {"program": [instructions…]}']
         program, problems = validate_program(items, self.tools)
+        step = self._answer_step(program) if problems else None
+        if step is not None:
+            self.ctx.emit(
+                PlanWarningEvent,
+                where=f"seq_no {step['seq_no']}",
+                warning="the program never set final_answer: a last step asks llm_generate "
+                "the question over what its calls stored",
+            )
+            program, problems = validate_program([*items, step], self.tools)
         return raw, program, problems
+
+    def _answer_step(self, program: Sequence[Instruction]) -> dict[str, Any] | None:
+        """The step a program that calls tools but never sets final_answer gets at its end:
+        `llm_generate` asked the question, over every variable a call stored. The 1.5B wrote
+        such programs (`{"a": "final_answer", "b": …}` last) and, told the problem, wrote them
+        again unchanged, twice (issue 24); the answer cannot be anything else's."""
+        if "llm_generate" not in self.tools or any("final_answer" in _writes(i) for i in program):
+            return None
+        stored = sorted(
+            name
+            for ins in program
+            if ins.type == "calling"
+            for name in _writes(ins)
+            if VARIABLE.fullmatch(name)
+        )
+        if not stored:
+            return None
+        return {
+            "seq_no": len(program),
+            "type": "calling",
+            "parameters": {
+                "tool_name": "llm_generate",
+                "tool_params": {
+                    "prompt": f"{self.task.query}\nAnswer from the context: the answer alone.",
+                    "context": {name: f"${{{name}}}" for name in stored},
+                },
+                "output_vars": "final_answer",
+            },
+        }
+
+    def _repeats(self, attempt: int, item: dict[str, Any], written: Counter[str]) -> bool:
+        """Whether an instruction that streamed in is the third copy of one in its program
+        (type and parameters; seq_no aside); else it is counted in `written`. The 1.5B, once it
+        repeats instructions, writes them again until its token cap: 1,536 tokens (two minutes
+        of a 2-core machine) of a program cut mid-JSON, whose repair did the same (issue 24).
+        The program is cut before it (guard `repetition`), as a `dag` plan is at its first
+        repeated node; a second copy is let be, since two branches of a program may each end
+        with the same `assign` or `jmp`."""
+        identity = json.dumps([item.get("type"), item.get("parameters")], sort_keys=True)
+        if written[identity] < 2:
+            written[identity] += 1
+            return False
+        seq_no = item.get("seq_no", written.total())
+        self.ctx.emit(
+            GuardEvent,
+            step=attempt,
+            call_id=f"vm{seq_no}",
+            kind="repetition",
+            detail=f"seq_no {seq_no} is the third copy of an earlier instruction; the program "
+            "is cut before it",
+        )
+        return True
 
     async def _execute(self, program: list[Instruction]) -> PlannerResult:
         attempt, kernel = self.kernel.steps, self.kernel

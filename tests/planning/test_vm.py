@@ -11,6 +11,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from agentrt import (
     Event,
+    GuardEvent,
     ModelResponseEvent,
     PlanInvalidEvent,
     PlannerFallbackEvent,
@@ -55,6 +56,7 @@ class TestProgramSchema:
             calling(1, "add", "sum", a=1),
             calling(1, "echo", "out", a=1, b=2),
             calling(1, "teleport", "out", to="Mars"),
+            calling(1, "add", "my sum", a=1, b=2),  # a name no reference can read
         ):
             assert list(validator.iter_errors({"program": [reasoning(), wrong]})), wrong
         long = reasoning(thoughts="x" * (THOUGHT_CHARS + 1))  # cut by a token cap, unbounded
@@ -335,6 +337,37 @@ class TestRepairAndFallback:
         programs = [r for r in agent.model.requests if r.purpose == "program"]  # type: ignore[attr-defined]
         assert [r.retry for r in programs] == [0, 1]  # the repair is asked as one
 
+    async def test_a_program_that_never_answers_gets_an_answer_step(
+        self, make_agent: MakeAgent
+    ) -> None:
+        """Calls made, final_answer never set (the 1.5B's last step `{"a": "final_answer"}`,
+        written again unchanged when sent back): a last llm_generate step answers the
+        question over what the calls stored, and the program runs."""
+        agent = make_agent(
+            [
+                program(
+                    reasoning(),
+                    calling(1, "echo", "first", text="1859"),
+                    calling(2, "echo", "second", text="1917"),
+                    assign(3, a="final_answer"),
+                ),
+                "1859",
+            ]
+        )
+        events = await run(agent)
+        assert not of(events, PlanInvalidEvent)
+        (warning,) = of(events, PlanWarningEvent)
+        assert warning.where == "seq_no 4"
+        asked = agent.model.requests[-1]  # type: ignore[attr-defined]
+        assert asked.purpose == "llm_generate"
+        (question,) = [m.content for m in asked.messages if m.role == "user"]
+        assert question.startswith("Go\nAnswer from the context: the answer alone.")
+        assert json.loads(question.split("Context:\n", 1)[1]) == {
+            "first": "1859",
+            "second": "1917",
+        }
+        assert last(events).answer == "1859"
+
     async def test_falls_back_to_react(self, make_agent: MakeAgent) -> None:
         agent = make_agent(["not a program", "{}", "Plain answer."])
         events = await run(agent)
@@ -342,3 +375,52 @@ class TestRepairAndFallback:
         (fallback,) = of(events, PlannerFallbackEvent)
         assert (fallback.planner, fallback.to) == ("vm", "react")
         assert last(events).answer == "Plain answer."
+
+
+class TestRepetition:
+    async def test_a_looping_program_is_cut_at_a_third_copy(self, make_agent: MakeAgent) -> None:
+        """The 1.5B, once it repeats instructions, writes them again until its token cap: the
+        program ends before the third copy, the model stops writing there, and the program
+        (now without final_answer) is sent back for repair."""
+        looping = [assign(i, x="a") if i % 2 else assign(i, y="b") for i in range(1, 20)]
+        agent = make_agent(
+            [program(reasoning(), *looping), program(reasoning(), assign(1, final_answer="ab"))]
+        )
+        events = await run(agent)
+        (guard,) = of(events, GuardEvent)
+        assert (guard.kind, guard.call_id, guard.detail) == (
+            "repetition",
+            "vm5",
+            "seq_no 5 is the third copy of an earlier instruction; the program is cut before it",
+        )
+        (invalid,) = of(events, PlanInvalidEvent)
+        assert invalid.problems == [
+            "seq_no 4: the last instruction must produce final_answer (assign it, or name it "
+            "in output_vars)"
+        ]
+        repair = agent.model.requests[1]  # type: ignore[attr-defined]
+        (written,) = [m.content for m in repair.messages if m.role == "assistant"]
+        assert [i["seq_no"] for i in json.loads(written)["program"]] == [0, 1, 2, 3, 4]
+        first = next(e for e in of(events, ModelResponseEvent) if e.purpose == "program")
+        assert first.text.count('"assign"') < len(looping)
+        assert last(events).answer == "ab"
+
+    async def test_two_branches_may_end_alike(self, make_agent: MakeAgent) -> None:
+        """A second copy is not a loop: both branches jump to the same last step."""
+        agent = make_agent(
+            [
+                program(
+                    reasoning(),
+                    jmp(1, condition_prompt="Is it late?", jump_if_true=2, jump_if_false=4),
+                    assign(2, word="night"),
+                    jmp(3, target_seq=6),
+                    assign(4, word="day"),
+                    jmp(5, target_seq=6),
+                    assign(6, final_answer="${word}"),
+                ),
+                verdict(False),
+            ]
+        )
+        events = await run(agent)
+        assert not of(events, GuardEvent)
+        assert last(events).answer == "day"
