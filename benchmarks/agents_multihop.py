@@ -23,8 +23,10 @@ questions off the graph with their answers computed, ten of each kind, the kinds
 ("Which was founded earlier, X or Y?"), `yes_no` ("Was X born before Y?") and `parallel`
 (two independent lookups and a difference: "How many years after X was Y founded?"). Each
 question lists the paragraphs its answer rests on (`support`). `half()` splits them: every
-other question, so each half holds five of each kind. The files were committed before any
-model saw them.
+other question, so each half holds five of each kind, in the same forms, yes and no answers
+in both (until 2026-11-30 a kind's forms alternated with the halves: every tuning yes/no answer
+was "no", every held-out one "yes"; 30 questions were rewritten then). The files were
+committed before any model saw them.
 
 The workspace (data/agents/multihop/workspace/: strategies `multihop_react`, `multihop_dag`,
 `multihop_vm`, the one tool, a short instruction) is copied into the run's `workdir`, beside

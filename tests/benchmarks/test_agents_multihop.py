@@ -64,6 +64,10 @@ class TestData:
             assert all(title in paragraphs for title in t.support), t.id
         yes_no = Counter(t.answer for t in tasks if t.kind == "yes_no")
         assert yes_no == {"yes": 5, "no": 5}
+        # Within each half too: a model that always answers "yes" must not score a half's five.
+        for which in ("tuning", "held-out"):
+            in_half = bench.half(tasks, which)
+            assert {t.answer for t in in_half if t.kind == "yes_no"} == {"yes", "no"}
 
     def test_the_committed_files_are_what_the_generator_writes(self, bench: ModuleType) -> None:
         spec = importlib.util.spec_from_file_location(

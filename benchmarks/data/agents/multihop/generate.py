@@ -328,6 +328,15 @@ def _pairs(
     return pairs
 
 
+def variant(i: int, count: int) -> int:
+    """Which of `count` forms the `i`-th question of a kind takes. The kinds are taken in turn,
+    five of them, so a kind's questions fall to the two halves (every other question) by the
+    parity of `i`: forms alternating with `i` put one form in each half (every tuning yes/no
+    answer was "no", every held-out one "yes", which a model answering "Yes" always got right).
+    By pairs, each half gets every form."""
+    return (i // 2) % count
+
+
 def questions(world: World, rng: random.Random) -> list[Question]:
     w = world
     companies = list(w.companies)
@@ -373,7 +382,7 @@ def questions(world: World, rng: random.Random) -> list[Question]:
     for i, c in enumerate(companies[PER_KIND : PER_KIND + 6]):
         f = founder(c)
         home = w.towns[f.birthplace]
-        if i % 2 == 0:
+        if variant(i, 2) == 0:
             q = (
                 f"In which country was the founder of {c} born?",
                 home.country,
@@ -389,7 +398,7 @@ def questions(world: World, rng: random.Random) -> list[Question]:
     for i, m in enumerate(musicians[:4]):
         b = band_members[m]
         town = w.towns[b.town]
-        if i % 2 == 0:
+        if variant(i, 2) == 0:
             q = (
                 f"In which country was the band that {m} played in formed?",
                 town.country,
@@ -409,7 +418,7 @@ def questions(world: World, rng: random.Random) -> list[Question]:
     town_pairs = _pairs(rng, sorted(w.towns), lambda a, b: True)
     river_pairs = _pairs(rng, sorted(w.rivers), lambda a, b: True)
     for i in range(PER_KIND):
-        match i % 4:
+        match variant(i, 4):
             case 0:
                 a, b = company_pairs.pop()
                 first = min((a, b), key=lambda c: w.companies[c].founded)
@@ -430,8 +439,9 @@ def questions(world: World, rng: random.Random) -> list[Question]:
 
     yes_no: list[Question] = []
     for i in range(PER_KIND):
-        want = "yes" if i % 2 == 0 else "no"
-        match i % 5:
+        # Yes and no in turn within each half, the halves starting apart: 5 of each in all.
+        want = "yes" if (i + i // 2) % 2 == 0 else "no"
+        match variant(i, 5):
             case 0 | 3:
                 a, b = next(
                     (a, b)
@@ -460,7 +470,7 @@ def questions(world: World, rng: random.Random) -> list[Question]:
 
     parallel: list[Question] = []
     for i in range(PER_KIND):
-        if i % 2 == 0:
+        if variant(i, 2) == 0:
             a, b = company_pairs.pop()
             early, late = sorted((a, b), key=lambda c: w.companies[c].founded)
             gap = w.companies[late].founded - w.companies[early].founded
