@@ -10,8 +10,11 @@ variables:
     jmp         target_seq; or condition_prompt (+ context), answered by the model as
                 {"result": bool, "explanation": str}, then jump_if_true / jump_if_false
 
-Before it runs, a program is checked and every problem named with its seq_no; an invalid one is
-sent back for repair (`vm.repairs` times), then the run falls back to `react`. While it runs,
+A program is read as it streams and cut before the third copy of one instruction (a model
+looping); one that calls tools but never sets final_answer is given a last `llm_generate` step
+that answers the question from what they stored. Before it runs, a program is checked and every
+problem named with its seq_no; an invalid one is sent back for repair (`vm.repairs` times),
+then the run falls back to `react`. While it runs,
 every instruction is a `vm_instruction` event with the variables it wrote; a loop that passes
 `vm.max_instructions` ends the run `budget_exhausted`. Consecutive `calling` steps run
 concurrently as far as their variables allow (each waits only for the steps it reads from, or
