@@ -31,7 +31,8 @@ __all__ = [
 _NAME = r"[A-Za-z_][\w-]*"
 VARIABLE = re.compile(_NAME)
 """A name a reference can read (`fullmatch`)."""
-VARIABLE_PATTERN = "^[A-Za-z_][A-Za-z0-9_-]*$"
+_GRAMMAR_NAME = "[A-Za-z_][A-Za-z0-9_-]*"
+VARIABLE_PATTERN = f"^{_GRAMMAR_NAME}$"
 """The same, as a JSON schema `pattern` in llama.cpp's regex subset (see `_ONE_REFERENCE`)."""
 _DOLLAR = re.compile(rf"\$\{{({_NAME})((?:\.[A-Za-z_]\w*|\[\d+\])*)\}}")
 _BRACE = re.compile(rf"(?<![$\w{{])\{{({_NAME})\}}")
@@ -46,8 +47,8 @@ _EXPRESSION = re.compile(rf"\s*\(?\s*{_OPERAND}(?:\s*[-+*/%]\s*\(?\s*{_OPERAND}\
 
 
 _ONE_REFERENCE = (
-    r"^([$][{][A-Za-z_][A-Za-z0-9_-]*([.][A-Za-z_][A-Za-z0-9_]*|[\[][0-9]+[\]])*[}]"
-    r"|[{][A-Za-z_][A-Za-z0-9_-]*[}])$"
+    rf"^([$][{{]{_GRAMMAR_NAME}([.][A-Za-z_][A-Za-z0-9_]*|[\[][0-9]+[\]])*[}}]"
+    rf"|[{{]{_GRAMMAR_NAME}[}}])$"
 )
 """A string that is exactly one reference, as a JSON schema `pattern`: anchored, and in the
 regex subset llama.cpp's grammar converter reads (no `(?:`, `\\w` or `\\d`), its literal
