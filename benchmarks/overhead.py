@@ -186,6 +186,11 @@ async def leak(runs: int) -> dict[str, float]:
         blocks = sys.getallocatedblocks() - settled
         traced = min(runs, 1000)
         tracemalloc.start()
+        # What lives between any two runs (the loop's handles, anyio's task state) is made
+        # anew once tracing starts: ~1 KB, the same after 1,000 runs as after 3,000.
+        for _ in range(10):
+            await run_once(agent)
+        gc.collect()
         before = tracemalloc.get_traced_memory()[0]
         for _ in range(traced):
             await run_once(agent)

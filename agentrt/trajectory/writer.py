@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from contextvars import ContextVar
-from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -131,7 +130,7 @@ _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
 def trajectory_path(directory: Path, run_id: str) -> Path:
     """`<directory>/<yyyy-mm-dd>/<run_id>.jsonl`, dated in UTC."""
-    return directory / datetime.now(UTC).strftime("%Y-%m-%d") / f"{run_id}.jsonl"
+    return directory / time.strftime("%Y-%m-%d", time.gmtime()) / f"{run_id}.jsonl"
 
 
 def find_trajectory(directory: Path, run_id: str) -> Path | None:
