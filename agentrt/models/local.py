@@ -53,6 +53,7 @@ from agentrt.models.formats import (
 )
 from agentrt.models.grammar import answer_grammar, next_call_grammar, tool_turn_grammar
 from agentrt.models.more_calls import made_calls, serves_more, written_calls
+from agentrt.models.prefixes import PrefixStates
 from agentrt.models.weights import WeightPack, materialize, weight_packs
 
 __all__ = ["DEFAULT_PACK", "SMALL_PACK", "LocalModel"]
@@ -95,6 +96,10 @@ class LocalModel:
         caller to ask again without the tools: offered tools, small models call one whether
         or not any fits. 0 turns it off. By default, the weight pack's threshold (0.3 for the
         1.5B, 0.1 for the 0.5B, read off the tool-calling benchmark's dev half), off for a file
+    :param prompt_cache_mb: memory for the KV states of the last prompts read, so that a
+        prompt opening like one of them (another session's conversation, the classifier's
+        prompt between two runs) is not read again from its start
+        (`agentrt.models.prefixes`); 0 turns it off
     """
 
     native_tools = True
@@ -118,6 +123,7 @@ class LocalModel:
         progress: Callable[[int, int], None] | None = None,
         probe_calls: bool | None = None,
         min_tool_confidence: float | None = None,
+        prompt_cache_mb: int = 256,
     ) -> None:
         packs = weight_packs()
         self._pack: WeightPack | None = packs.get(model) if isinstance(model, str) else None
@@ -147,6 +153,10 @@ class LocalModel:
             msg = f"min_tool_confidence is a probability, 0 to 1: got {min_tool_confidence}"
             raise UserError(msg)
         self.min_tool_confidence = min_tool_confidence
+        if prompt_cache_mb < 0:
+            msg = f"prompt_cache_mb is a size in MB, 0 or more: got {prompt_cache_mb}"
+            raise UserError(msg)
+        self._prefixes = PrefixStates(prompt_cache_mb << 20)
         self._llama: Any = None
         self._chat_template: Any = None
         """The GGUF's chat template as llama-cpp-python renders it, made when first needed."""
@@ -257,6 +267,7 @@ class LocalModel:
         kwargs = self.completion_arguments(request)
         async with self._busy:
             await anyio.to_thread.run_sync(self._fit_context, kwargs)
+            await anyio.to_thread.run_sync(self._restore_prefix, kwargs)
             if self._weighs_tools(request, kwargs):
                 confidence = await anyio.to_thread.run_sync(self._tool_confidence, request, kwargs)
                 withheld = confidence < self.min_tool_confidence
@@ -282,6 +293,7 @@ class LocalModel:
                     tokens += used
                     yield TextChunk(text=text)
             prompt = await anyio.to_thread.run_sync(self._count_tokens, kwargs["messages"])
+            await anyio.to_thread.run_sync(self._prefixes.save, self._llama)
             yield UsageChunk(usage=Usage(prompt_tokens=prompt, completion_tokens=tokens))
 
     async def _more_calls(
@@ -465,6 +477,14 @@ class LocalModel:
             "instructions or offer fewer tools, or load the model with a larger n_ctx"
         )
         raise ModelError(msg)
+
+    def _restore_prefix(self, kwargs: dict[str, Any]) -> None:
+        """Load the kept state that spares the most of this prompt's reading, if any does."""
+        prompt = self._chat_prompt(kwargs).encode()
+        tokens = self._llama.tokenize(prompt, add_bos=False, special=True)
+        spared = self._prefixes.restore(self._llama, tokens)
+        if spared:
+            _log.debug("a kept prompt state spares %d of %d tokens", spared, len(tokens))
 
     def _count_tokens(self, messages: list[dict[str, Any]]) -> int:
         text = "\n".join(str(m["content"]) for m in messages)

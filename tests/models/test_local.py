@@ -428,3 +428,40 @@ async def test_a_conversation_longer_than_the_window_is_cut_to_fit(
     huge = ModelRequest(messages=[Message(role="system", content=results), request.messages[0]])
     with pytest.raises(ModelError, match="does not fit the 1024-token context window"):
         [c async for c in model.stream(huge)]
+
+
+async def test_conversations_taking_turns_are_not_read_again(
+    small_model_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two system prompts in turn (two sessions on one model, a classifier and its agent):
+    llama.cpp's context holds only the prompt read last, so each turn would read its whole
+    prompt again. A kept state spares the part it shares with an earlier one, and the answer
+    is the one read from the start."""
+    shop = "You answer for a bicycle shop. " + " ".join(
+        f"Model {i} has a warranty of {i % 5 + 1} years." for i in range(30)
+    )
+    trains = "You answer about trains. " + " ".join(
+        f"The train from town {i} leaves at {i % 24}:00." for i in range(30)
+    )
+
+    def asking(system: str, question: str) -> ModelRequest:
+        messages = [Message(role="system", content=system), Message(role="user", content=question)]
+        return ModelRequest(messages=messages, max_tokens=8)
+
+    async def answer(model: LocalModel, request: ModelRequest) -> str:
+        return "".join([c.text async for c in model.stream(request) if isinstance(c, TextChunk)])
+
+    kept = LocalModel(small_model_path)
+    await answer(kept, asking(shop, "How long is model 7's warranty?"))
+    await answer(kept, asking(trains, "When does the train from town 3 leave?"))
+    again = asking(shop, "How long is model 12's warranty?")
+    with caplog.at_level("DEBUG", logger="agentrt.models.local"):
+        spared_answer = await answer(kept, again)
+    (line,) = [r.getMessage() for r in caplog.records if "spares" in r.getMessage()]
+    spared, total = (int(w) for w in line.split() if w.isdigit())
+    assert 300 < spared < total  # the shop's system prompt, not its question
+
+    read_whole = await answer(LocalModel(small_model_path, prompt_cache_mb=0), again)
+    assert spared_answer == read_whole
+    with pytest.raises(UserError, match="prompt_cache_mb is a size in MB"):
+        LocalModel(small_model_path, prompt_cache_mb=-1)
