@@ -29,6 +29,14 @@ def test_models_benchmark_runs(small_model_path: Path) -> None:
         assert path in out
 
 
+def test_prompt_cache_benchmark_runs(small_model_path: Path) -> None:
+    """benchmarks/prompt_cache.py runs two sessions' first turns and a third on the real 0.5B,
+    without and with the cache, and prints its table."""
+    out = run(str(BENCHMARKS / "prompt_cache.py"), "--turns", "3").stdout
+    assert "same answer" in out
+    assert "│ 3–3  │" in out
+
+
 def test_planning_benchmark_runs() -> None:
     """benchmarks/planning.py runs its quick sizes through the real dag planner."""
     out = run(str(BENCHMARKS / "planning.py"), "--quick").stdout
