@@ -4,7 +4,7 @@ opening like one of them is not read again from its first token.
 llama.cpp reuses only what its context holds, the prompt read last: two conversations that
 take turns on one model (two sessions of a chat backend, or a run's classifier and its agent,
 each with a system prompt of its own) each read their whole prompt again every turn, about
-90 tokens a second for the 1.5B on two cores. A state is the context's KV cells, about 30 KB a
+90 tokens a second for the 1.5B on two cores. A state is the context's KV cells, about 28 KB a
 token for the 1.5B, saved and restored by copying (milliseconds).
 """
 
