@@ -293,7 +293,6 @@ class LocalModel:
                     tokens += used
                     yield TextChunk(text=text)
             prompt = await anyio.to_thread.run_sync(self._count_tokens, kwargs["messages"])
-            await anyio.to_thread.run_sync(self._prefixes.save, self._llama)
             yield UsageChunk(usage=Usage(prompt_tokens=prompt, completion_tokens=tokens))
 
     async def _more_calls(
@@ -479,10 +478,11 @@ class LocalModel:
         raise ModelError(msg)
 
     def _restore_prefix(self, kwargs: dict[str, Any]) -> None:
-        """Load the kept state that spares the most of this prompt's reading, if any does."""
+        """Keep the context's state if this prompt would replace it; load the kept state that
+        spares the most of this prompt's reading, if any does."""
         prompt = self._chat_prompt(kwargs).encode()
         tokens = self._llama.tokenize(prompt, add_bos=False, special=True)
-        spared = self._prefixes.restore(self._llama, tokens)
+        spared = self._prefixes.switch(self._llama, tokens)
         if spared:
             _log.debug("a kept prompt state spares %d of %d tokens", spared, len(tokens))
 
