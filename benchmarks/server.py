@@ -7,7 +7,10 @@
 
 The server runs in a process of its own (uvicorn serving `agentrt.server.create_app` over a
 scripted model that streams word by word and calls two tools at once); the clients run in this
-process, all runs started at once, after one unmeasured run that warms the server up. They
+process, after one unmeasured run that warms the server up. Two loads, one after the other:
+all runs started in the same instant (`burst`: each run's start waits behind all the others'),
+then as many streams open at every moment (`steady`: each client starts a run as its last one
+ends, their starts spread over a run's length; a backend serving that many users). Clients
 read the streams by hand (HTTP/1.1, chunked, SSE split at blank lines: `raw_frames`), as a load
 generator should: httpx with httpx-sse (`--client httpx`) used 4-5 times the server's CPU per
 event, and with both on 2 cores the latency measured was mostly the client's backlog. Latency
@@ -35,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -168,11 +171,10 @@ async def one_run(frames: Frames, latencies: list[float], received: list[bytes])
     return count
 
 
-async def measure(url: str, runs: int, server: psutil.Process, client: str) -> dict[str, float]:
+async def measure(url: str, runs: int, server: psutil.Process, client: str) -> dict[str, Any]:
+    """Both loads, one after the other on the same server: `burst` then `steady`."""
     import httpx
 
-    latencies: list[float] = []
-    received: list[bytes] = []
     limits = httpx.Limits(max_connections=runs + 1, max_keepalive_connections=runs + 1)
     headers = {"Content-Type": "application/json"}
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300, headers=headers) as http:
@@ -183,14 +185,67 @@ async def measure(url: str, runs: int, server: psutil.Process, client: str) -> d
             return raw_frames(http.base_url.host, http.base_url.port or 80)
 
         # One run first, unmeasured: the server builds its schemas and prompts on first use.
+        # Its length paces the steady load.
+        t0 = time.perf_counter()
         await one_run(frames(), [], [])
-        t0, client_cpu, server_cpu = time.perf_counter(), time.process_time(), _cpu(server)
-        counts = await asyncio.gather(
-            *(one_run(frames(), latencies, received) for _ in range(runs))
-        )
-        seconds = time.perf_counter() - t0
-        client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
-    events = sum(counts)
+        length = time.perf_counter() - t0
+        return {
+            "burst": await burst(frames, runs, server),
+            "steady": await steady(frames, runs, server, length),
+        }
+
+
+async def burst(
+    frames: Callable[[], Frames], runs: int, server: psutil.Process
+) -> dict[str, float]:
+    """`runs` runs started in the same instant: the worst a server meets, every run's start
+    (request, strategy, trajectory file) queued behind the others'."""
+    latencies: list[float] = []
+    received: list[bytes] = []
+    t0, client_cpu, server_cpu = time.perf_counter(), time.process_time(), _cpu(server)
+    counts = await asyncio.gather(*(one_run(frames(), latencies, received) for _ in range(runs)))
+    seconds = time.perf_counter() - t0
+    client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
+    return {
+        **summary(latencies, sum(counts), seconds, runs),
+        "server_cpu_s": round(server_cpu, 2),
+        "client_cpu_s": round(client_cpu, 2),
+        "server_cpu_ms_per_event": round(server_cpu / sum(counts) * 1000, 4),
+        "serialise_us_per_event": round(serialise_seconds(received) / len(received) * 1e6, 2),
+    }
+
+
+async def steady(
+    frames: Callable[[], Frames], runs: int, server: psutil.Process, length: float
+) -> dict[str, float]:
+    """`runs` streams open at every moment, as a backend serving that many users sees them:
+    `runs` clients, each starting a run as its last one ends, their first starts spread over
+    one run's `length`. Measured: each client's second run, during which all the others
+    stream too (the first ramps up, the third keeps the load on until the last second ends)."""
+    latencies: list[float] = []
+    events = 0
+
+    async def client(i: int) -> None:
+        nonlocal events
+        await asyncio.sleep(length * i / runs)
+        for measured in (False, True, False):
+            count = await one_run(frames(), latencies if measured else [], [])
+            events += count
+
+    t0, client_cpu, server_cpu = time.perf_counter(), time.process_time(), _cpu(server)
+    await asyncio.gather(*(client(i) for i in range(runs)))
+    seconds = time.perf_counter() - t0
+    client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
+    return {
+        **summary(latencies, events, seconds, runs * 3),
+        "server_cpu_s": round(server_cpu, 2),
+        "client_cpu_s": round(client_cpu, 2),
+        "server_cpu_ms_per_event": round(server_cpu / events * 1000, 4),
+    }
+
+
+def summary(latencies: list[float], events: int, seconds: float, runs: int) -> dict[str, float]:
+    """Creation-to-receipt latency quantiles of `latencies` (seconds), in ms."""
     cuts = (
         statistics.quantiles(latencies, n=100, method="inclusive")
         if len(latencies) > 1
@@ -208,10 +263,6 @@ async def measure(url: str, runs: int, server: psutil.Process, client: str) -> d
         "p99_ms": round(p99 * 1000, 2),
         "p99_over_p50": round(p99 / p50, 2) if p50 > 0 else float("inf"),
         "max_ms": round(max(latencies) * 1000, 2),
-        "server_cpu_s": round(server_cpu, 2),
-        "client_cpu_s": round(client_cpu, 2),
-        "server_cpu_ms_per_event": round(server_cpu / events * 1000, 4),
-        "serialise_us_per_event": round(serialise_seconds(received) / len(received) * 1e6, 2),
     }
 
 
@@ -242,33 +293,36 @@ def table(result: dict[str, Any], delay: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{result['runs']:.0f} concurrent streaming runs over loopback (SSE)")
-    t.add_column("measure")
-    t.add_column("value", justify="right")
-    t.add_row("model", f"scripted, a word every {delay * 1000:.0f} ms, 2 parallel tools")
-    t.add_row(
-        "uvicorn loop / HTTP; client", f"{result['loop']} / {result['http']}; {result['client']}"
+    loads = (result["burst"], result["steady"])
+    t = Table(
+        title=f"{result['streams']} concurrent streaming runs over loopback (SSE)",
+        caption=f"a scripted model, a word every {delay * 1000:.0f} ms, 2 parallel tools; "
+        f"uvicorn on {result['loop']} / {result['http']}; client: {result['client']}; "
+        f"load average (1 min) {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
     )
-    t.add_row("events received", f"{result['events']:.0f}")
-    t.add_row("wall time", f"{result['seconds']:.2f} s")
-    t.add_row("events/s", f"{result['events_per_s']:,.0f}")
-    t.add_row("runs/s", f"{result['runs_per_s']:.1f}")
-    t.add_row("creation → receipt p50", f"{result['p50_ms']:.1f} ms")
-    t.add_row("creation → receipt p95", f"{result['p95_ms']:.1f} ms")
-    t.add_row("creation → receipt p99", f"{result['p99_ms']:.1f} ms")
-    t.add_row("creation → receipt max", f"{result['max_ms']:.1f} ms")
-    t.add_row("p99 / p50 (target ≤ 3×)", f"{result['p99_over_p50']:.1f}×")
+    t.add_column("measure")
+    t.add_column("all started at once", justify="right")
+    t.add_column("steadily open", justify="right")
+
+    def add(name: str, form: str, key: str) -> None:
+        t.add_row(name, *(form.format(load[key]) if key in load else "" for load in loads))
+
+    add("runs", "{:.0f}", "runs")
+    add("events received", "{:.0f}", "events")
+    add("wall time (s)", "{:.2f}", "seconds")
+    add("events/s", "{:,.0f}", "events_per_s")
+    add("creation → receipt p50 (ms)", "{:.1f}", "p50_ms")
+    add("creation → receipt p95 (ms)", "{:.1f}", "p95_ms")
+    add("creation → receipt p99 (ms)", "{:.1f}", "p99_ms")
+    add("creation → receipt max (ms)", "{:.1f}", "max_ms")
+    add("p99 / p50 (target ≤ 3×)", "{:.1f}×", "p99_over_p50")
     # Where the time went: when neither side used its wall time on a core, the cores were busy
     # with something else (the load average says what the machine had to spare).
-    t.add_row(
-        "CPU: server / client", f"{result['server_cpu_s']:.1f} s / {result['client_cpu_s']:.1f} s"
-    )
-    t.add_row(
-        "server CPU per event (target ≤ 0.05 ms)", f"{result['server_cpu_ms_per_event']:.3f} ms"
-    )
-    t.add_row("of which its one serialisation", f"{result['serialise_us_per_event']:.1f} µs")
-    t.add_row("load average (1 min), cores", f"{os.getloadavg()[0]:.1f}, {os.cpu_count()}")
-    Console().print(t)
+    add("CPU: server (s)", "{:.1f}", "server_cpu_s")
+    add("CPU: client (s)", "{:.1f}", "client_cpu_s")
+    add("server CPU per event (target ≤ 0.05 ms)", "{:.3f}", "server_cpu_ms_per_event")
+    add("of which its one serialisation (µs)", "{:.1f}", "serialise_us_per_event")
+    Console(width=100).print(t)
 
 
 def main() -> None:
@@ -327,6 +381,7 @@ def main() -> None:
     try:
         result: dict[str, Any] = {
             **asyncio.run(measure(url, args.runs, psutil.Process(server.pid), args.client)),
+            "streams": args.runs,
             "client": args.client,
             "loop": _resolved(args.loop, "uvloop", "asyncio"),
             "http": _resolved(args.http, "httptools", "h11"),
