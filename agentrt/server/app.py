@@ -365,7 +365,7 @@ class _MCPEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            authenticate(request, await _bearer(request))
+            await authenticate(request, await _bearer(request))
         except HTTPException as exc:
             response = await http_exception_handler(request, exc)
             await response(scope, receive, send)
@@ -391,7 +391,8 @@ class _Server:
         return None if self.relay is None else await self.relay.find(run_id)
 
 
-def _server(request: Request) -> _Server:
+async def _server(request: Request) -> _Server:
+    # A coroutine, as `authenticate` is: FastAPI would run a function in a worker thread.
     server: _Server = request.app.state.server
     return server
 

@@ -97,11 +97,14 @@ def match_token(keys: dict[str, str], given: str) -> str | None:
     return found
 
 
-def authenticate(
+async def authenticate(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_scheme)],
 ) -> Caller:
-    """Check the bearer token against the app's (`app.state.token_keys`); say who called."""
+    """Check the bearer token against the app's (`app.state.token_keys`); say who called.
+
+    A coroutine though it never waits: FastAPI runs a plain function dependency in a worker
+    thread, a round trip through the thread pool for every request."""
     keys: dict[str, str] = request.app.state.token_keys
     if not keys:
         # The local address the request arrived at (None, or no port, for a Unix socket).

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import fastapi.dependencies.utils
+import fastapi.routing
 import httpx
 import pytest
 from httpx_sse import EventSource, ServerSentEvent, connect_sse
@@ -429,6 +431,31 @@ class TestAccess:
         )
         assert right.status_code == 200
         assert public == [200, 200, 200]
+
+    def test_no_request_waits_on_the_thread_pool(
+        self, make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The token check and the routes' dependencies run on the event loop: FastAPI sends a
+        plain function to a worker thread, a round trip through the pool for every request."""
+        pooled: list[str] = []
+
+        async def record(func: Any, *args: Any, **kwargs: Any) -> Any:
+            pooled.append(getattr(func, "__name__", repr(func)))
+            return func(*args, **kwargs)
+
+        monkeypatch.setattr(fastapi.dependencies.utils, "run_in_threadpool", record)
+        monkeypatch.setattr(fastapi.routing, "run_in_threadpool", record)
+        app = create_app(make_agent([finish("Rested.")]), ServerSettings(tokens=("alpha",)))
+        alpha = {"Authorization": "Bearer alpha"}
+        with LiveServer(app) as server, httpx.Client(base_url=server.url, headers=alpha) as client:
+            run = client.post("/runs", json=NAP, headers=NDJSON, timeout=30)
+            statuses = [
+                run.status_code,
+                client.get(f"/runs/{run.headers['x-run-id']}").status_code,
+                client.get("/trajectories").status_code,
+            ]
+        assert statuses == [200, 200, 200]
+        assert pooled == []
 
     def test_run_limits(self, make_agent: MakeAgent) -> None:
         """Past the per-token or the server limit, a run is refused with 429 naming the limit."""
