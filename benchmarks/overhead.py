@@ -68,12 +68,14 @@ async def per_turn(runs: int) -> dict[str, float]:
     Also the cost of only building and serialising a run's events (pydantic models, as
     `RunContext.emit` and the trajectory writer do), per turn."""
     from workload import (
+        SHM,
         TURNS,
         BenchModel,
         floor_once,
         instrumented_floor_once,
         make_agent,
         run_once,
+        scratch,
     )
 
     best: dict[str, float] = {}
@@ -81,7 +83,8 @@ async def per_turn(runs: int) -> dict[str, float]:
     def keep(name: str, seconds: float, n: int) -> None:
         best[name] = min(best.get(name, math.inf), seconds / (n * TURNS) * 1e6)
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch() as tmp:
+        best["tmpfs"] = float(Path(tmp).parent == SHM)
         agents = {tools: make_agent(Path(tmp), tools_per_turn=tools) for tools in (1, 4)}
         models = {tools: BenchModel(tools) for tools in (1, 4)}
         traced_agent = make_agent(Path(tmp), instrument=traced())
@@ -481,6 +484,8 @@ def main() -> None:
     console.print(table)
     console.print(
         f"[dim]Load average before/after: {load[0]:.2f} / {os.getloadavg()[0]:.2f}. "
+        f"Per turn and per call: trajectories on "
+        f"{'tmpfs' if measured['turn']['tmpfs'] else 'the temporary folder (no tmpfs with room)'}. "
         "Instrumented floor: a plain asyncio loop building the same events as dicts and "
         "appending each to the run's JSON-lines file (json.dumps). Bare floor: "
         "asyncio.gather over 4 no-op coroutines, dict messages appended to a list.[/]"

@@ -18,7 +18,6 @@ import cProfile
 import pstats
 import re
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -56,10 +55,10 @@ def group(filename: str, function: str) -> str:
 
 def profile(runs: int) -> tuple[pstats.Stats, int]:
     """The profile of `runs` warm runs, and how many turns they made."""
-    from workload import TURNS, make_agent, run_once
+    from workload import TURNS, make_agent, run_once, scratch
 
     async def main(profiler: cProfile.Profile) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
+        with scratch() as tmp:  # as overhead.py times it
             agent = make_agent(Path(tmp))
             for _ in range(20):  # imports, caches and compiled validators out of the way
                 await run_once(agent)

@@ -57,7 +57,8 @@ def test_overhead_measurements_report_every_kind() -> None:
     script = str(BENCHMARKS / "overhead.py")
     turn = json.loads(run(script, "--measure", "per_turn", "2"))
     runs = {f"{kind}_{tools}" for kind in ("agentrt", "instrumented", "floor") for tools in (1, 4)}
-    assert set(turn) == runs | {"traced_4", "events_4", "events_per_turn"}
+    assert set(turn) == runs | {"traced_4", "events_4", "events_per_turn", "tmpfs"}
+    assert turn["tmpfs"] in (0.0, 1.0)  # where the trajectories went, which the table says
     # a turn: turn_started, model_response, 4 × (tool_call, tool_started, tool_finished), …
     assert turn["events_per_turn"] >= 14
     for kind in ("agentrt", "instrumented", "floor"):
