@@ -27,7 +27,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +52,7 @@ from agentrt.exceptions import ToolError
 from agentrt.parsing import CallPiece, InvalidPiece
 from agentrt.run import RunContext
 from agentrt.sessions.store import Scope, SessionTool
-from agentrt.tool import Tool, ToolContext, ToolRunner, ToolStorage, run_tool
+from agentrt.tool import Tool, ToolContext, ToolRunner, ToolStorage, call_tool, run_tool
 
 __all__ = [
     "ApprovalPolicy",
@@ -403,7 +403,7 @@ class Executor:
                 started = time.perf_counter()
                 try:
                     async with asyncio.timeout(limit):
-                        value = await self.runner(tool, call.arguments, self._context(call))
+                        value = await self._invoke(call)
                 except TimeoutError:
                     status, error = "timeout", f"{tool.name} did not finish within {limit:g} s"
                     error += self._abandoned(tool)
@@ -449,6 +449,14 @@ class Executor:
             f"; its worker thread cannot be stopped and is abandoned ({tool.hung.count} of "
             f"{tool.name}'s calls now hold threads; at {tool.max_hung_threads} it is refused)"
         )
+
+    def _invoke(self, call: PreparedCall) -> Awaitable[Any]:
+        """The call, handed to the runner with its context. The default runner gives the
+        context only to a tool that declares it; for the others none is built (a frozen
+        dataclass of ten fields: 2 µs of a tool call's ~50 of overhead)."""
+        if self.runner is run_tool and call.tool.context_param is None:
+            return call_tool(call.tool, call.arguments)
+        return self.runner(call.tool, call.arguments, self._context(call))
 
     def _context(self, call: PreparedCall) -> ToolContext:
         session = self.tools.session

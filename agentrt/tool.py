@@ -100,9 +100,16 @@ async def run_tool(tool: Tool, arguments: dict[str, Any], context: ToolContext) 
     """
     if tool.context_param is not None:
         arguments = {**arguments, tool.context_param: context}
+    return await call_tool(tool, arguments)
+
+
+def call_tool(tool: Tool, arguments: dict[str, Any]) -> Awaitable[Any]:
+    """`tool`'s function called with `arguments`, as `run_tool` calls it once it has added the
+    context: the executor calls this itself for a tool that takes no context, which then needs
+    none built. An async function's own coroutine, a sync one's call in a worker thread."""
     if tool.is_async:
-        return await tool.fn(**arguments)
-    return await tool.hung.run(tool, functools.partial(tool.fn, **arguments))
+        return tool.fn(**arguments)  # type: ignore[no-any-return]
+    return tool.hung.run(tool, functools.partial(tool.fn, **arguments))
 
 
 class _HungThreads:
