@@ -289,6 +289,26 @@ def _cpu(process: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
+ROWS = (
+    ("runs", "{:.0f}", "runs"),
+    ("events received", "{:.0f}", "events"),
+    ("wall time (s)", "{:.2f}", "seconds"),
+    ("events/s", "{:,.0f}", "events_per_s"),
+    ("creation → receipt p50 (ms)", "{:.1f}", "p50_ms"),
+    ("creation → receipt p95 (ms)", "{:.1f}", "p95_ms"),
+    ("creation → receipt p99 (ms)", "{:.1f}", "p99_ms"),
+    ("creation → receipt max (ms)", "{:.1f}", "max_ms"),
+    ("p99 / p50 (target ≤ 3×)", "{:.1f}×", "p99_over_p50"),
+    # Where the time went: when neither side used its wall time on a core, the cores were busy
+    # with something else (the caption's load average says what the machine had to spare).
+    ("CPU: server (s)", "{:.1f}", "server_cpu_s"),
+    ("CPU: client (s)", "{:.1f}", "client_cpu_s"),
+    ("server CPU per event (target ≤ 0.05 ms)", "{:.3f}", "server_cpu_ms_per_event"),
+    ("of which its one serialisation (µs)", "{:.1f}", "serialise_us_per_event"),
+)
+"""The table's rows: a name, how its values are shown, and which of a load's results they are."""
+
+
 def table(result: dict[str, Any], delay: float) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -304,24 +324,8 @@ def table(result: dict[str, Any], delay: float) -> None:
     t.add_column("all started at once", justify="right")
     t.add_column("steadily open", justify="right")
 
-    def add(name: str, form: str, key: str) -> None:
+    for name, form, key in ROWS:
         t.add_row(name, *(form.format(load[key]) if key in load else "" for load in loads))
-
-    add("runs", "{:.0f}", "runs")
-    add("events received", "{:.0f}", "events")
-    add("wall time (s)", "{:.2f}", "seconds")
-    add("events/s", "{:,.0f}", "events_per_s")
-    add("creation → receipt p50 (ms)", "{:.1f}", "p50_ms")
-    add("creation → receipt p95 (ms)", "{:.1f}", "p95_ms")
-    add("creation → receipt p99 (ms)", "{:.1f}", "p99_ms")
-    add("creation → receipt max (ms)", "{:.1f}", "max_ms")
-    add("p99 / p50 (target ≤ 3×)", "{:.1f}×", "p99_over_p50")
-    # Where the time went: when neither side used its wall time on a core, the cores were busy
-    # with something else (the load average says what the machine had to spare).
-    add("CPU: server (s)", "{:.1f}", "server_cpu_s")
-    add("CPU: client (s)", "{:.1f}", "client_cpu_s")
-    add("server CPU per event (target ≤ 0.05 ms)", "{:.3f}", "server_cpu_ms_per_event")
-    add("of which its one serialisation (µs)", "{:.1f}", "serialise_us_per_event")
     Console(width=100).print(t)
 
 
