@@ -10,6 +10,8 @@ from typing import Any
 import anyio
 
 from agentrt import (
+    Agent,
+    AgentSettings,
     Event,
     GuardEvent,
     ModelRequest,
@@ -25,7 +27,7 @@ from agentrt.catalog.toolbox import Toolbox
 from agentrt.execution import Executor, PreparedCall, share_out
 from agentrt.parsing import CallPiece
 from agentrt.run import RunContext
-from agentrt.tool import ToolStorage
+from agentrt.tool import Tool, ToolContext, ToolStorage, run_tool
 from tests.helpers import MakeAgent, call, check_stream, header, last
 
 
@@ -92,6 +94,32 @@ class TestConcurrency:
         await run(make_agent([call("echo", text="hi"), "done"]))
         assert seen.threads
         assert seen.threads[0] != "MainThread"
+
+
+class TestRunners:
+    async def test_a_custom_runner_gets_every_call_s_context(
+        self, workspace: Workspace, tmp_path: Path
+    ) -> None:
+        """A runner of one's own is handed each call's context, though the tool takes none
+        (the default runner builds it only for a tool that declares one)."""
+        given: list[ToolContext] = []
+
+        async def runner(tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
+            given.append(context)
+            return await run_tool(tool, arguments, context)
+
+        agent = Agent(
+            workspace=workspace,
+            model=ScriptedModel([call("echo", text="hi"), "done"]),
+            settings=AgentSettings(trajectory_dir=tmp_path),
+            tool_runner=runner,
+        )
+        events = await run(agent)
+        (finished,) = of(events, ToolFinishedEvent)
+        assert (finished.status, finished.output) == ("ok", "hi")
+        assert [(c.run_id, c.call_id, c.step) for c in given] == [
+            (events[0].run_id, finished.call_id, finished.step)
+        ]
 
 
 class TestFailures:
