@@ -207,10 +207,7 @@ async def burst(
     seconds = time.perf_counter() - t0
     client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
     return {
-        **summary(latencies, sum(counts), seconds, runs),
-        "server_cpu_s": round(server_cpu, 2),
-        "client_cpu_s": round(client_cpu, 2),
-        "server_cpu_ms_per_event": round(server_cpu / sum(counts) * 1000, 4),
+        **summary(latencies, sum(counts), seconds, runs, (server_cpu, client_cpu)),
         "serialise_us_per_event": round(serialise_seconds(received) / len(received) * 1e6, 2),
     }
 
@@ -220,8 +217,8 @@ async def steady(
 ) -> dict[str, float]:
     """`runs` streams open at every moment, as a backend serving that many users sees them:
     `runs` clients, each starting a run as its last one ends, their first starts spread over
-    one run's `length`. Measured: each client's second run, during which all the others
-    stream too (the first ramps up, the third keeps the load on until the last second ends)."""
+    one run's `length`. Timed: each client's second run, while all the others stream too (the
+    first runs ramp the load up; the third runs keep it on until every second run has ended)."""
     latencies: list[float] = []
     events = 0
 
@@ -236,16 +233,15 @@ async def steady(
     await asyncio.gather(*(client(i) for i in range(runs)))
     seconds = time.perf_counter() - t0
     client_cpu, server_cpu = time.process_time() - client_cpu, _cpu(server) - server_cpu
-    return {
-        **summary(latencies, events, seconds, runs * 3),
-        "server_cpu_s": round(server_cpu, 2),
-        "client_cpu_s": round(client_cpu, 2),
-        "server_cpu_ms_per_event": round(server_cpu / events * 1000, 4),
-    }
+    return summary(latencies, events, seconds, runs * 3, (server_cpu, client_cpu))
 
 
-def summary(latencies: list[float], events: int, seconds: float, runs: int) -> dict[str, float]:
-    """Creation-to-receipt latency quantiles of `latencies` (seconds), in ms."""
+def summary(
+    latencies: list[float], events: int, seconds: float, runs: int, cpu: tuple[float, float]
+) -> dict[str, float]:
+    """A load's rates, its creation-to-receipt latency quantiles (`latencies` in seconds, shown
+    in ms), and the CPU seconds the server and the client spent on it (`cpu`)."""
+    server_cpu, client_cpu = cpu
     cuts = (
         statistics.quantiles(latencies, n=100, method="inclusive")
         if len(latencies) > 1
@@ -263,6 +259,9 @@ def summary(latencies: list[float], events: int, seconds: float, runs: int) -> d
         "p99_ms": round(p99 * 1000, 2),
         "p99_over_p50": round(p99 / p50, 2) if p50 > 0 else float("inf"),
         "max_ms": round(max(latencies) * 1000, 2),
+        "server_cpu_s": round(server_cpu, 2),
+        "client_cpu_s": round(client_cpu, 2),
+        "server_cpu_ms_per_event": round(server_cpu / events * 1000, 4),
     }
 
 
