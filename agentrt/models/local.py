@@ -479,7 +479,10 @@ class LocalModel:
 
     def _restore_prefix(self, kwargs: dict[str, Any]) -> None:
         """Keep the context's state if this prompt would replace it; load the kept state that
-        spares the most of this prompt's reading, if any does."""
+        spares the most of this prompt's reading, if any does. Nothing to do with the cache
+        off: the prompt is not rendered and tokenized an extra time."""
+        if not self._prefixes.budget:
+            return
         prompt = self._chat_prompt(kwargs).encode()
         tokens = self._llama.tokenize(prompt, add_bos=False, special=True)
         spared = self._prefixes.switch(self._llama, tokens)
