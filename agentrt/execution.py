@@ -453,7 +453,7 @@ class Executor:
     def _invoke(self, call: PreparedCall) -> Awaitable[Any]:
         """The call, handed to the runner with its context. The default runner gives the
         context only to a tool that declares it; for the others none is built (a frozen
-        dataclass of ten fields: 2 µs of a tool call's ~50 of overhead)."""
+        dataclass of ten fields and two closures: 2.5 µs of a tool call's ~50 of overhead)."""
         if self.runner is run_tool and call.tool.context_param is None:
             return call_tool(call.tool, call.arguments)
         return self.runner(call.tool, call.arguments, self._context(call))
