@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/retrieval.py --slice 8 --catalog 40   # the smoke test's size
 
     .venv/bin/python benchmarks/retrieval.py --heldout  # the docstring set's held-out half
+    .venv/bin/python benchmarks/retrieval.py --public WHEEL  # and a public set (bfcl.py)
 
 Everything goes through the project's own code: `load_embedder`, `ToolIndex.build`,
 `ToolIndex.rank` (agentrt's hybrid retrieval), `ToolIndex.search` (dense alone),
@@ -22,6 +23,8 @@ The docstring set (data/retrieval_docstrings/, `--docstrings` for another folder
 run only for final numbers, never to choose a rule. The no-fit AUROC compares the bare top-1
 cosine with agentrt's `fit` at telling served queries from unservable ones: the docstring set's
 `none` queries, and for the labelled set its queries over a catalog without half its domains.
+`--public` adds the Berkeley Function-Calling Leaderboard's questions over their pooled catalog
+(`bfcl.py`: `single` and `parallel` calls, `none` for its irrelevance questions), never tuned on.
 
 Recall. data/retrieval/ holds a labelled catalog written for this benchmark (tools/*.yaml, one
 file per domain, with near-neighbours on purpose) and queries.yaml, each query with the one to
@@ -324,7 +327,7 @@ def _split(
 # ── query styles: dense, BM25 and fusion rules side by side ───────────────────────────────────
 
 DOCSTRINGS = Path(__file__).parent / "data" / "retrieval_docstrings"
-STYLES = ("short", "natural", "multi", "none")
+STYLES = ("short", "natural", "multi", "single", "parallel", "none")
 RULES = ("dense", "bm25", "rrf", "weighted", "hybrid")
 """dense and bm25 rank the whole query, as one; rrf (k=60) and weighted (0.5/0.5 of min-max
 normalised scores) fuse them per part of the split query, as hybrid does; hybrid is agentrt's
@@ -571,6 +574,28 @@ def compare_styles(
     return style_table(title, results, no_fit_auroc(fit_rankers, fits))
 
 
+def bare_registry(tools: dict[str, ToolMetadata]) -> Registry:
+    """A catalog of tools that declare no capabilities (docstrings, MCP-like schemas)."""
+    return Registry(tools, CapabilityMap(version=1, capabilities={}, core=[], requirements={}))
+
+
+def public_table(source: Path, embedder: Embedder) -> Table:
+    """Every rule on the public set's styles, and its no-fit AUROC (`bfcl.py`)."""
+    import bfcl  # benchmarks/bfcl.py
+
+    tools, questions = bfcl.load(source)
+    queries = [Styled(text, style, tuple((n,) for n in calls)) for text, style, calls in questions]
+    index = ToolIndex.build(bare_registry(tools), embedder, cache=None)
+    return compare_styles(
+        index,
+        queries,
+        index,
+        queries,
+        f"public set (BFCL {bfcl.VERSION}, never tuned on), {len(tools):,} pooled tools: "
+        f"{len(queries):,} questions",
+    )
+
+
 # ── measurements ─────────────────────────────────────────────────────────────────────────────
 
 
@@ -741,6 +766,13 @@ def main() -> None:
         help="torch's intra-op threads for indexing (default: torch's own choice, as agentrt "
         "leaves it; queries run on 1 whatever this says, as agentrt sets them)",
     )
+    parser.add_argument(
+        "--public",
+        type=Path,
+        metavar="WHEEL",
+        help="also the public set: the bfcl-eval wheel from PyPI, or its bfcl_eval/data folder "
+        "(see benchmarks/bfcl.py)",
+    )
     args = parser.parse_args()
     import torch  # here, not above: the smoke test imports this module for its data alone
 
@@ -789,8 +821,7 @@ def main() -> None:
     if (args.docstrings / "catalog.yaml").is_file():
         with console.status("query styles on the docstring set"):
             ds_tools, ds_queries = load_docstrings(args.docstrings, args.heldout)
-            ds_map = CapabilityMap(version=1, capabilities={}, core=[], requirements={})
-            ds_index = ToolIndex.build(Registry(ds_tools, ds_map), embedder, cache=None)
+            ds_index = ToolIndex.build(bare_registry(ds_tools), embedder, cache=None)
             half = "HELD-OUT half" if args.heldout else "tuning half"
             docstring_styles = compare_styles(
                 ds_index,
@@ -799,6 +830,11 @@ def main() -> None:
                 ds_queries,
                 f"docstring set, {len(ds_tools)} tools, {half}: {len(ds_queries)} queries",
             )
+
+    public_styles = None
+    if args.public is not None:
+        with console.status("query styles on the public set"):
+            public_styles = public_table(args.public, embedder)
 
     tools, variant_of = scale_catalog(labelled, size, args.seed)
     registry = Registry(tools, labelled.capabilities)
@@ -912,6 +948,8 @@ def main() -> None:
     console.print(labelled_styles)
     if docstring_styles is not None:
         console.print(docstring_styles)
+    if public_styles is not None:
+        console.print(public_styles)
     else:
         console.print(f"(no docstring set in {args.docstrings})")
 

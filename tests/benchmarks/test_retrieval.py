@@ -3,9 +3,12 @@ people, never asserted here."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import zipfile
 from collections import Counter
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -121,11 +124,98 @@ def test_the_styles_of_the_labelled_set(bench: ModuleType) -> None:
     assert all(not set(gold[q.text]) & set(registry.tools) for q in none)
 
 
-def test_a_slice_prints_the_table() -> None:
+def _function(name: str, description: str, *params: str) -> dict[str, object]:
+    properties = {p: {"type": "string", "description": p} for p in params}
+    return {"name": name, "description": description, "parameters": {"properties": properties}}
+
+
+def _question(*messages: tuple[str, str]) -> list[list[dict[str, str]]]:
+    return [[{"role": role, "content": content} for role, content in messages]]
+
+
+@pytest.fixture
+def bfcl_wheel(tmp_path: Path) -> Path:
+    """A wheel shaped as bfcl-eval's (its data files, JSON lines): the weather tool in two
+    categories with two descriptions, a parallel question over two tools, an irrelevant one."""
+    weather = _function("get_weather", "Current weather of a city.\n\nUses a paid API.", "city")
+    files: dict[str, list[dict[str, object]]] = {
+        "BFCL_v4_simple_python.json": [
+            {"id": "simple_0", "question": _question(("user", "Weather in Oslo?")),
+             "function": [weather]},
+        ],
+        "possible_answer/BFCL_v4_simple_python.json": [
+            {"id": "simple_0", "ground_truth": [{"get_weather": {"city": ["Oslo"]}}]},
+        ],
+        "BFCL_v4_parallel_multiple.json": [
+            {"id": "pm_0",
+             "question": _question(
+                 ("system", "Be brief."), ("user", "Weather in Rome, and a taxi.")
+             ),
+             "function": [_function("get_weather", "Another description.", "town"),
+                          _function("book_taxi", "Book a taxi.", "to")]},
+        ],
+        "possible_answer/BFCL_v4_parallel_multiple.json": [
+            {"id": "pm_0", "ground_truth": [{"get_weather": {"city": ["Rome"]}},
+                                            {"book_taxi": {"to": ["home"]}},
+                                            {"get_weather": {"city": ["Paris"]}}]},
+        ],
+        "BFCL_v4_irrelevance.json": [
+            {"id": "irrelevance_0", "question": _question(("user", "Solve x^2 = 4.")),
+             "function": [_function("bmi", "Body mass index.", "weight", "height")]},
+        ],
+    }  # fmt: skip
+    bench = load_benchmark("bfcl")
+    for category, style in bench.CATEGORIES.items():
+        files.setdefault(f"BFCL_v4_{category}.json", [])
+        if style != "none":
+            files.setdefault(f"possible_answer/BFCL_v4_{category}.json", [])
+    wheel = tmp_path / "bfcl_eval-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as out:
+        for name, rows in files.items():
+            out.writestr(f"bfcl_eval/data/{name}", "".join(json.dumps(r) + "\n" for r in rows))
+    return wheel
+
+
+class TestThePublicSet:
+    def test_one_tool_per_name_and_the_questions_by_style(self, bfcl_wheel: Path) -> None:
+        tools, questions = load_benchmark("bfcl").load(bfcl_wheel)
+        assert sorted(tools) == ["bmi", "book_taxi", "get_weather"]
+        # The first description seen, its first paragraph; the parameters by name.
+        assert tools["get_weather"].description == "Current weather of a city."
+        assert tools["get_weather"].params == ["city"]
+        assert questions == [
+            ("Weather in Oslo?", "single", ["get_weather"]),
+            ("Weather in Rome, and a taxi.", "parallel", ["get_weather", "book_taxi"]),
+            ("Solve x^2 = 4.", "none", []),
+        ]
+
+    def test_a_question_without_its_answer_is_an_error(self, tmp_path: Path) -> None:
+        data = tmp_path / "data"
+        (data / "possible_answer").mkdir(parents=True)
+        bench = load_benchmark("bfcl")
+        for category in bench.CATEGORIES:
+            (data / f"BFCL_v4_{category}.json").write_text("")
+            (data / "possible_answer" / f"BFCL_v4_{category}.json").write_text("")
+        row = {"id": "simple_7", "question": _question(("user", "Hi")), "function": []}
+        (data / "BFCL_v4_simple_python.json").write_text(json.dumps(row))
+        with pytest.raises(ValueError, match="simple_python: question simple_7 has no ground"):
+            bench.load(data)
+
+
+def test_a_slice_prints_the_table(bfcl_wheel: Path) -> None:
     """A slice (8 queries, a 40-tool catalog) runs the real code paths end to end and prints
-    every row of the table."""
+    every row of the table, the public set's (a small one shaped as it) too."""
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "retrieval.py"), "--slice", "8", "--catalog", "40"],
+        [
+            sys.executable,
+            str(BENCHMARKS / "retrieval.py"),
+            "--slice",
+            "8",
+            "--catalog",
+            "40",
+            "--public",
+            str(bfcl_wheel),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -159,6 +249,8 @@ def test_a_slice_prints_the_table() -> None:
         "pts over max(dense, BM25)",
         *(f"│ natural │ {rule} " for rule in bench_rules()),
         *(f"│ multi   │ {rule} " for rule in bench_rules()),
+        "public set (BFCL v4, never tuned on), 3 pooled tools: 3 questions",
+        *(f"│ parallel │ {rule} " for rule in bench_rules()),
     ):
         assert row in out, row
     # Not timings: what the cache must do, whatever the machine.
