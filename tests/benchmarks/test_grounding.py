@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import load_benchmark
+
 ROOT = Path(__file__).parents[2]
 
 
@@ -28,3 +30,17 @@ def test_grounding_benchmark_runs_on_a_slice() -> None:
     assert "ranking p50" in done.stdout
     # Timed again under load, in the same run.
     assert "p50, 2 busy" in done.stdout
+    assert "The most any grounding can score here" in done.stdout
+
+
+def test_a_question_fits_a_budget_only_when_all_its_gold_does() -> None:
+    question = load_benchmark("grounding").Question(
+        "Which films has DEBORAH KING rented?",
+        tables=["customer", "rental", "inventory", "film"],
+        columns=[f"c{i}" for i in range(8)],
+        values=["customer.first_name=DEBORAH"],
+    )
+    assert not question.fits((3, 10, 10))  # four tables
+    assert question.fits((5, 10, 10))
+    assert not question.fits((5, 7, 10))  # eight columns
+    assert not question.fits((5, 10, 0))  # one value
