@@ -1,15 +1,19 @@
-"""agentrt's overhead against two floors: the instrumented one (the targets) and the bare one.
+"""agentrt's overhead against floors: the instrumented one (the targets), the required one and
+the bare one.
 
-    .venv/bin/python benchmarks/overhead.py            # the whole table (about 3 minutes)
+    .venv/bin/python benchmarks/overhead.py            # the whole table (about 4 minutes)
     .venv/bin/python benchmarks/overhead.py --quick    # small sizes, for a smoke check
 
 Workload (see workload.py): a zero-latency model, 10 turns × 4 parallel no-op tools, events
 built and the trajectory written. The instrumented floor does the same work in plain asyncio,
 reporting the same events as dicts appended as JSON lines to a file per run: what the work
-costs without a framework. Every target is a ratio against it. The bare floor builds no
-events at all. Each measurement runs in a fresh process so that memory figures are not
-polluted by the others. Compare ratios from one run of this script: absolute times on a
-shared 2-core machine move by tens of percent from one minute to the next.
+costs without a framework. Every target is a ratio against it. The required floor is that
+loop doing, as leanly as it can, what any runtime must (validated events written through,
+checked arguments, a timeout and a concurrency limit per call, a reader in another task): how
+much of a target the requirements take. The bare floor builds no events at all. Each
+measurement runs in a fresh process so that memory figures are not polluted by the others.
+Compare ratios from one run of this script: absolute times on a shared 2-core machine move by
+tens of percent from one minute to the next.
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ def traced() -> Any:
 
 async def per_turn(runs: int) -> dict[str, float]:
     """µs per turn, best of 5 rounds; agentrt, traced agentrt (`traced`), the instrumented
-    floor and the bare floor alternate, so that all see the same moments of a noisy machine.
+    floor, the required floor (`required_floor_once`) and the bare floor alternate, so that all
+    see the same moments of a noisy machine.
     Also the cost of only building and serialising a run's events (pydantic models, as
     `RunContext.emit` and the trajectory writer do), per turn."""
     from workload import (
@@ -74,6 +79,7 @@ async def per_turn(runs: int) -> dict[str, float]:
         floor_once,
         instrumented_floor_once,
         make_agent,
+        required_floor_once,
         run_once,
         scratch,
     )
@@ -101,6 +107,10 @@ async def per_turn(runs: int) -> dict[str, float]:
                 for _ in range(runs * 2):
                     await instrumented_floor_once(Path(tmp), models[tools])
                 keep(f"instrumented_{tools}", time.perf_counter() - t0, runs * 2)
+                t0 = time.perf_counter()
+                for _ in range(runs * 2):
+                    await required_floor_once(Path(tmp), models[tools])
+                keep(f"required_{tools}", time.perf_counter() - t0, runs * 2)
                 t0 = time.perf_counter()
                 for _ in range(runs * 10):
                     await floor_once(tools)
@@ -325,7 +335,7 @@ def collect(quick: bool) -> dict[str, Any]:
 
 def rows(m: dict[str, Any]) -> list[Row]:
     turn, mem, sizes = m["turn"], m["mem"], m["sizes"]
-    call = {k: (turn[f"{k}_4"] - turn[f"{k}_1"]) / 3 for k in KINDS}
+    call = {k: (turn[f"{k}_4"] - turn[f"{k}_1"]) / 3 for k in (*KINDS, "required")}
     out: list[Row] = [
         row("µs per turn", turn["agentrt_4"], turn["instrumented_4"], turn["floor_4"], 2.0),
         row("µs per tool call", call["agentrt"], call["instrumented"], call["floor"], 2.0),
@@ -338,6 +348,18 @@ def rows(m: dict[str, Any]) -> list[Row]:
             "",
             "",
             "",
+        ),
+        required_row(
+            "  µs per turn, a lean loop doing what is required",
+            turn["required_4"],
+            turn["instrumented_4"],
+            turn["agentrt_4"],
+        ),
+        required_row(
+            "  µs per tool call, the same loop",
+            call["required"],
+            call["instrumented"],
+            call["agentrt"],
         ),
         (
             "  µs per turn, traced (OpenTelemetry SDK)",
@@ -410,6 +432,21 @@ def rows(m: dict[str, Any]) -> list[Row]:
         )
     )
     return out
+
+
+def required_row(name: str, required: float, instrumented: float, agentrt: float) -> Row:
+    """The required floor beside the instrumented one: how much of the target the work any
+    runtime must do takes, and how much agentrt adds to it."""
+    return (
+        name,
+        f"{required:.1f}",
+        f"{instrumented:.1f}",
+        ratio(required, instrumented),
+        "",
+        "",
+        "",
+        f"agentrt {agentrt / required:.2f}× it",
+    )
 
 
 def leak_verdict(per_run: float, unit: str) -> str:
@@ -487,7 +524,10 @@ def main() -> None:
         f"Per turn and per call: trajectories on "
         f"{'tmpfs' if measured['turn']['tmpfs'] else 'the temporary folder (no tmpfs with room)'}. "
         "Instrumented floor: a plain asyncio loop building the same events as dicts and "
-        "appending each to the run's JSON-lines file (json.dumps). Bare floor: "
+        "appending each to the run's JSON-lines file (json.dumps). Required floor: that loop "
+        "with agentrt's validated events, written through at each model answer and tool start "
+        "and end, arguments checked, each call under a timeout and a concurrency limit, the "
+        "events read in another task (workload.required_floor_once). Bare floor: "
         "asyncio.gather over 4 no-op coroutines, dict messages appended to a list.[/]"
     )
 

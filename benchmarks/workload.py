@@ -20,15 +20,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from agentrt import (
     Agent,
     AgentSettings,
+    Event,
     ModelChunk,
     ModelRequest,
     RunFinishedEvent,
     TextChunk,
     Usage,
     UsageChunk,
+    event_adapter,
 )
 
 TURNS = 10
@@ -214,9 +218,7 @@ async def instrumented_floor_once(
     """The workload with nothing but asyncio and json, every event reported and written;
     returns the `run_finished` event. `tools` defaults to this workload's `noop`
     (benchmarks/peer_adapters/ passes its own, which count their calls)."""
-    tools = tools or {"noop": _noop}
-    started = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-    run_id = f"{started[:19].replace('-', '').replace(':', '')}-{uuid.uuid4().hex[:8]}"
+    run_id, started = _new_run()
     t0 = time.perf_counter()
     seq = 0
     with (trajectory_dir / f"{run_id}.jsonl").open("w") as out:
@@ -228,24 +230,107 @@ async def instrumented_floor_once(
             out.write(json.dumps(head | event) + "\n")
             seq += 1
 
-        for event in _prelude(started):
-            emit(event)
-        timings = {"model": 0.0, "tools": 0.0}
-        messages: list[dict[str, object]] = [{"role": "user", "content": "bench"}]
-        for step in range(1, TURNS + 2):
-            await _floor_turn(emit, model, tools, step, timings, messages)
-        finished: dict[str, object] = {
-            "type": "run_finished",
-            "status": "ok",
-            "answer": model.turns[-1],
-            "output": None,
-            "error": None,
-            "doubt": None,
-            "steps": TURNS + 1,
-            "usage": _total_usage(TURNS + 1),
-            "timings": {"total": round(time.perf_counter() - t0, 6), **timings},
-        }
-        emit(finished)
+        return await _floor_run(emit, model, tools or {"noop": _noop}, started, t0)
+
+
+class _NoopArguments(BaseModel):
+    i: int
+
+
+_WRITTEN_THROUGH = ("model_response", "tool_started", "tool_finished")
+"""The events after which agentrt writes the trajectory at once (`RunContext.durable`)."""
+
+
+async def required_floor_once(trajectory_dir: Path, model: BenchModel) -> None:
+    """The instrumented floor plus what the issue and the project's bar require of any runtime,
+    written as leanly as plain code can: each event one of agentrt's published models
+    (`event_adapter`), validated as it is built and serialised once; the trajectory written
+    through (one append) after each model answer and each batch of tool starts and ends, as
+    agentrt writes it, so that a crash loses no call that ran; each call's arguments checked
+    against a model of its parameters, and run under a timeout and a concurrency limit; the
+    events read in another task, as a run's reader reads them. What it lacks of agentrt is
+    agentrt's own: planners, the streaming parser of every call format, guards, approvals."""
+    events: asyncio.Queue[Event | None] = asyncio.Queue()
+    run = asyncio.create_task(_required_run(trajectory_dir, model, events.put_nowait))
+    while await events.get() is not None:
+        pass
+    await run
+
+
+async def _required_run(
+    trajectory_dir: Path, model: BenchModel, hand: Callable[[Event | None], None]
+) -> None:
+    run_id, started = _new_run()
+    path = trajectory_dir / f"{run_id}.jsonl"
+    lines = [json.dumps(_header(run_id, started)).encode()]
+    t0 = time.perf_counter()
+    seq, pending = 0, False
+    loop = asyncio.get_running_loop()
+
+    def write() -> None:
+        nonlocal pending
+        pending = False
+        if not lines:  # a write scheduled before the last one, which took everything
+            return
+        with open(path, "ab") as out:  # the plain builtin: pathlib's open costs more
+            out.write(b"\n".join(lines) + b"\n")
+        lines.clear()
+
+    def emit(event: dict[str, object]) -> None:
+        nonlocal seq, pending
+        head = {"run_id": run_id, "seq": seq, "t": round(time.perf_counter() - t0, 6)}
+        built = event_adapter.validate_python(head | event)  # less than picking the class
+        seq += 1
+        lines.append(built.__pydantic_serializer__.to_json(built))
+        if event["type"] in _WRITTEN_THROUGH and not pending:
+            pending = True
+            loop.call_soon(write)
+        hand(built)
+
+    slots = asyncio.Semaphore(8)
+
+    async def noop(**arguments: object) -> object:
+        checked = _NoopArguments.model_validate(arguments)
+        async with slots, asyncio.timeout(30.0):
+            return await _noop(checked.i)
+
+    await _floor_run(emit, model, {"noop": noop}, started, t0)
+    write()
+    hand(None)
+
+
+def _new_run() -> tuple[str, str]:
+    """A run id and its start time, as agentrt writes them."""
+    started = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    return f"{started[:19].replace('-', '').replace(':', '')}-{uuid.uuid4().hex[:8]}", started
+
+
+async def _floor_run(
+    emit: Callable[[dict[str, object]], None],
+    model: BenchModel,
+    tools: FloorTools,
+    started: str,
+    t0: float,
+) -> dict[str, object]:
+    """A floor's run: the events before the first turn, the turns, the run's end."""
+    for event in _prelude(started):
+        emit(event)
+    timings = {"model": 0.0, "tools": 0.0}
+    messages: list[dict[str, object]] = [{"role": "user", "content": "bench"}]
+    for step in range(1, TURNS + 2):
+        await _floor_turn(emit, model, tools, step, timings, messages)
+    finished: dict[str, object] = {
+        "type": "run_finished",
+        "status": "ok",
+        "answer": model.turns[-1],
+        "output": None,
+        "error": None,
+        "doubt": None,
+        "steps": TURNS + 1,
+        "usage": _total_usage(TURNS + 1),
+        "timings": {"total": round(time.perf_counter() - t0, 6), **timings},
+    }
+    emit(finished)
     return finished
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/overhead.py runs, and its instrumented floor reports what agentrt reports.
+"""benchmarks/overhead.py runs, and its floors report what agentrt reports.
 
 Numbers are read by people, never asserted here: only the table's shape and the floor's events.
 """
@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.helpers import BENCHMARKS, load_benchmark
 
@@ -25,13 +27,14 @@ def trajectory(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_instrumented_floor_writes_the_events_agentrt_writes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("floor_once", ["instrumented_floor_once", "required_floor_once"])
+def test_a_floor_writes_the_events_agentrt_writes(tmp_path: Path, floor_once: str) -> None:
     """Same workload, same trajectory: event for event the same type, keys and values."""
     workload = load_benchmark("workload")
     ours, floor = tmp_path / "agentrt", tmp_path / "floor"
     floor.mkdir()
     asyncio.run(workload.run_once(workload.make_agent(ours)))
-    asyncio.run(workload.instrumented_floor_once(floor, workload.BenchModel(4)))
+    asyncio.run(getattr(workload, floor_once)(floor, workload.BenchModel(4)))
     expected, got = trajectory(ours), trajectory(floor)
     assert [e["type"] for e in got] == [e["type"] for e in expected]
     for want, have in zip(expected, got, strict=True):
@@ -56,7 +59,8 @@ def test_overhead_measurements_report_every_kind() -> None:
     """Each measurement runs alone and reports what the table needs, for each kind of run."""
     script = str(BENCHMARKS / "overhead.py")
     turn = json.loads(run(script, "--measure", "per_turn", "2"))
-    runs = {f"{kind}_{tools}" for kind in ("agentrt", "instrumented", "floor") for tools in (1, 4)}
+    kinds = ("agentrt", "instrumented", "required", "floor")
+    runs = {f"{kind}_{tools}" for kind in kinds for tools in (1, 4)}
     assert set(turn) == runs | {"traced_4", "events_4", "events_per_turn", "tmpfs"}
     assert turn["tmpfs"] in (0.0, 1.0)  # where the trajectories went, which the table says
     # a turn: turn_started, model_response, 4 × (tool_call, tool_started, tool_finished), …
@@ -78,7 +82,9 @@ def test_overhead_quick_prints_every_target_against_the_instrumented_floor() -> 
         assert column in header
     for measure in (
         "µs per turn ",
-        "µs per tool call",
+        "µs per tool call ",
+        "µs per turn, a lean loop doing what is required",
+        "µs per tool call, the same loop",
         "KB per concurrent run (100)",
         "runs/s at 1 concurrent",
         "runs/s at 300 concurrent (peak RSS MB)",
