@@ -233,7 +233,12 @@ class RunContext:
         an event costs, and checking their fields in Python instead cost more than
         pydantic-core's validation (measured, issue 22).
         """
-        event = cls(run_id=self.run_id, seq=self._seq, t=round(self.elapsed(), 6), **fields)
+        fields["run_id"] = self.run_id
+        fields["seq"] = self._seq
+        fields["t"] = round(self.elapsed(), 6)
+        # The model's validator itself, not `cls(**fields)`: the same validation without
+        # BaseModel.__init__'s frame and a second dict of the keywords (0.4 of ~1 µs an event).
+        event: E = cls.__pydantic_validator__.validate_python(fields)
         given = event.__pydantic_fields_set__
         _set(event, "__pydantic_fields_set__", _FIELDS_GIVEN.setdefault(frozenset(given), given))
         self._seq += 1
