@@ -325,9 +325,10 @@ def report(title: str, outcomes: list[Outcome], detail: bool, busy_processes: in
     console.print(latency)
     total = sum(o.questions for o in outcomes)
     reachable = ", ".join(
-        f"R{setting} {100 * sum(o.fitting[setting] for o in outcomes) / max(1, total):.1f} %"
+        f"R{setting}".replace(" ", "")
+        + f" {100 * sum(o.fitting[setting] for o in outcomes) / max(1, total):.1f} %"
         for setting in SETTINGS
-    ).replace(", 10", ",10")
+    )
     console.print(
         f"The most any grounding can score here (the questions whose gold fits the budgets): "
         f"{reachable}."

@@ -69,10 +69,11 @@ def signals(index: ToolIndex, queries: list[retrieval.Styled], embedder: Embedde
     vectors = embedder.encode([embedder.query_instruction + q.text for q in queries])
     out = Signals([], [], [])
     for query, vector in zip(queries, vectors, strict=True):
-        cosines = [score for _, score in index.search(vector, DEPTH)]
+        dense = index.search(vector, DEPTH)
+        cosines = [score for _, score in dense]
         lexical = index.lexical.search(query.text, DEPTH)
         bm25 = [score for _, score in lexical.ranked]
-        top = index.names.index(index.search(vector, 1)[0][0])
+        top = index.names.index(dense[0][0])
         share = index.lexical.term_share(query.text, top)
         out.served.append(bool(query.intents))
         out.fit.append(fit(cosines[0], share))
@@ -152,12 +153,9 @@ def final_sets(heldout: bool, public: Path | None, embedder: Embedder) -> dict[s
         index = ToolIndex.build(retrieval.bare_registry(tools), embedder, cache=None)
         sets["docstring held-out"] = signals(index, queries, embedder)
     if public is not None:
-        import bfcl  # benchmarks/bfcl.py
-
-        tools, questions = bfcl.load(public)
+        tools, queries = retrieval.load_public(public)
         index = ToolIndex.build(retrieval.bare_registry(tools), embedder, cache=None)
-        styled = [retrieval.Styled(t, s, tuple((n,) for n in c)) for t, s, c in questions]
-        sets["public"] = signals(index, styled, embedder)
+        sets["public"] = signals(index, queries, embedder)
     return sets
 
 

@@ -579,12 +579,22 @@ def bare_registry(tools: dict[str, ToolMetadata]) -> Registry:
     return Registry(tools, CapabilityMap(version=1, capabilities={}, core=[], requirements={}))
 
 
-def public_table(source: Path, embedder: Embedder) -> Table:
-    """Every rule on the public set's styles, and its no-fit AUROC (`bfcl.py`)."""
+def load_public(source: Path) -> tuple[dict[str, ToolMetadata], list[Styled]]:
+    """The public set (`bfcl.py`): its pooled catalog, and its questions as query styles, each
+    tool a call makes an intent of its own."""
     import bfcl  # benchmarks/bfcl.py
 
     tools, questions = bfcl.load(source)
-    queries = [Styled(text, style, tuple((n,) for n in calls)) for text, style, calls in questions]
+    return tools, [
+        Styled(text, style, tuple((n,) for n in calls)) for text, style, calls in questions
+    ]
+
+
+def public_table(source: Path, embedder: Embedder) -> Table:
+    """Every rule on the public set's styles, and its no-fit AUROC."""
+    import bfcl  # benchmarks/bfcl.py
+
+    tools, queries = load_public(source)
     index = ToolIndex.build(bare_registry(tools), embedder, cache=None)
     return compare_styles(
         index,
