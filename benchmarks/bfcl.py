@@ -16,13 +16,14 @@ nothing its own functions serve (`none`), though a tool of the pooled catalog ma
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agentrt.catalog.metadata import ToolMetadata
+from agentrt.catalog.metadata import ToolMetadata, schema_metadata
 
 CATEGORIES = {
     "simple_python": "single",
@@ -47,42 +48,45 @@ def load(source: Path) -> tuple[dict[str, ToolMetadata], list[tuple[str, str, li
     from the wheel (or its unpacked `bfcl_eval/data` folder) at `source`."""
     tools: dict[str, ToolMetadata] = {}
     questions = []
-    for category, style in CATEGORIES.items():
-        answers = (
-            {
-                row["id"]: row["ground_truth"]
-                for row in _rows(source, f"possible_answer/BFCL_{VERSION}_{category}.json")
-            }
-            if style != "none"
-            else {}
-        )
-        for row in _rows(source, f"BFCL_{VERSION}_{category}.json"):
-            for function in row["function"]:
-                tools.setdefault(function["name"], _metadata(function))
-            called = list(dict.fromkeys(n for call in answers.get(row["id"], []) for n in call))
-            if style != "none" and not called:
-                msg = f"{category}: question {row['id']} has no ground truth"
-                raise ValueError(msg)
-            questions.append((_question(row), style, called))
+    with _opened(source) as rows:
+        for category, style in CATEGORIES.items():
+            answered = f"possible_answer/BFCL_{VERSION}_{category}.json"
+            answers = (
+                {} if style == "none" else {r["id"]: r["ground_truth"] for r in rows(answered)}
+            )
+            for row in rows(f"BFCL_{VERSION}_{category}.json"):
+                for function in row["function"]:
+                    tools.setdefault(function["name"], _metadata(function))
+                called = list(dict.fromkeys(n for call in answers.get(row["id"], []) for n in call))
+                if style != "none" and not called:
+                    msg = f"{category}: question {row['id']} has no ground truth"
+                    raise ValueError(msg)
+                questions.append((_question(row), style, called))
     return tools, questions
 
 
+@contextlib.contextmanager
+def _opened(source: Path) -> Iterator[Callable[[str], list[dict[str, Any]]]]:
+    """The rows of a data file by its name, read from the folder or the wheel (opened once)."""
+    if source.is_dir():
+        yield lambda name: _parsed((source / name).read_text(encoding="utf-8"))
+        return
+    with zipfile.ZipFile(source) as wheel:
+        yield lambda name: _parsed(wheel.read(f"bfcl_eval/data/{name}").decode("utf-8"))
+
+
+def _parsed(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def _metadata(function: dict[str, Any]) -> ToolMetadata:
-    """What agentrt reads from an MCP tool of that schema (`agentrt.mcp.client`)."""
-    description = (function.get("description") or function["name"]).split("\n\n", 1)[0]
-    params = list((function.get("parameters") or {}).get("properties", {}))
-    return ToolMetadata(name=function["name"], description=description, params=params)
+    """What agentrt's MCP client reads from a tool of that schema."""
+    name = function["name"]
+    return schema_metadata(
+        name, function.get("description") or name, function.get("parameters") or {}
+    )
 
 
 def _question(row: dict[str, Any]) -> str:
     """The question's user messages of its first turn (a system prompt is not the request)."""
     return "\n".join(m["content"] for m in row["question"][0] if m["role"] == "user")
-
-
-def _rows(source: Path, name: str) -> Iterator[dict[str, Any]]:
-    if source.is_dir():
-        text = (source / name).read_text(encoding="utf-8")
-    else:
-        with zipfile.ZipFile(source) as wheel:
-            text = wheel.read(f"bfcl_eval/data/{name}").decode("utf-8")
-    return (json.loads(line) for line in text.splitlines() if line.strip())

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from agentrt.catalog.fusion import fit
+from agentrt.catalog.fusion import confidence, fit
 from agentrt.catalog.index import ToolIndex
 from agentrt.logs import configure_logging
 from agentrt.vectors.embedder import Embedder, load_embedder
@@ -72,7 +72,6 @@ def signals(index: ToolIndex, queries: list[retrieval.Styled], embedder: Embedde
         dense = index.search(vector, DEPTH)
         cosines = [score for _, score in dense]
         lexical = index.lexical.search(query.text, DEPTH)
-        bm25 = [score for _, score in lexical.ranked]
         top = index.names.index(dense[0][0])
         share = index.lexical.term_share(query.text, top)
         out.served.append(bool(query.intents))
@@ -84,18 +83,10 @@ def signals(index: ToolIndex, queries: list[retrieval.Styled], embedder: Embedde
                 cosines[0] - cosines[min(9, len(cosines) - 1)],
                 share,
                 lexical.coverage,
-                _z(bm25),
+                confidence(lexical.ranked) if len(lexical.ranked) >= 3 else 0.0,
             ]
         )
     return out
-
-
-def _z(scores: list[float]) -> float:
-    if len(scores) < 3:
-        return 0.0
-    mean = sum(scores) / len(scores)
-    spread = (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
-    return (scores[0] - mean) / spread if spread > 0 else 0.0
 
 
 def logistic(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

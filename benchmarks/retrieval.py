@@ -82,6 +82,7 @@ from agentrt.vectors.embedder import Embedder, load_embedder
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import bfcl  # benchmarks/bfcl.py, found through the line above
 from cpuload import busy  # benchmarks/cpuload.py, found through the line above
 
 if TYPE_CHECKING:
@@ -582,8 +583,6 @@ def bare_registry(tools: dict[str, ToolMetadata]) -> Registry:
 def load_public(source: Path) -> tuple[dict[str, ToolMetadata], list[Styled]]:
     """The public set (`bfcl.py`): its pooled catalog, and its questions as query styles, each
     tool a call makes an intent of its own."""
-    import bfcl  # benchmarks/bfcl.py
-
     tools, questions = bfcl.load(source)
     return tools, [
         Styled(text, style, tuple((n,) for n in calls)) for text, style, calls in questions
@@ -592,8 +591,6 @@ def load_public(source: Path) -> tuple[dict[str, ToolMetadata], list[Styled]]:
 
 def public_table(source: Path, embedder: Embedder) -> Table:
     """Every rule on the public set's styles, and its no-fit AUROC."""
-    import bfcl  # benchmarks/bfcl.py
-
     tools, queries = load_public(source)
     index = ToolIndex.build(bare_registry(tools), embedder, cache=None)
     return compare_styles(

@@ -32,7 +32,7 @@ import re
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
-__all__ = ["fit", "fuse", "round_robin", "split_intents"]
+__all__ = ["confidence", "fit", "fuse", "round_robin", "split_intents"]
 
 # Clause boundaries of a request for several things: ";", "then", "and then", "also", "plus",
 # ", and", and sentence ends. "and" alone is not one: "sales and margin per region" is one
@@ -65,7 +65,7 @@ def _normalised(ranked: Sequence[tuple[K, float]]) -> dict[K, float]:
     return {row: (score - low) / span if span > 0 else 1.0 for row, score in ranked}
 
 
-def _confidence(ranked: Sequence[tuple[K, float]]) -> float:
+def confidence(ranked: Sequence[tuple[K, float]]) -> float:
     """How far a ranking's best stands above its other candidates: the top score's z-score
     over the list."""
     # Plain float arithmetic: `statistics.pstdev` computes exactly, in fractions, and took a
@@ -89,9 +89,9 @@ def fuse(
     """
     weight = coverage
     if len(lexical) >= 3 and len(dense) >= 3:
-        dense_sure = _confidence(dense)
+        dense_sure = confidence(dense)
         if dense_sure > 0:
-            weight *= min(1.0, max(0.0, _confidence(lexical)) / dense_sure)
+            weight *= min(1.0, max(0.0, confidence(lexical)) / dense_sure)
     d, lex = _normalised(dense), _normalised(lexical)
     fused = {
         key: (d.get(key, 0.0) + weight * lex.get(key, 0.0)) / (1.0 + weight)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -24,7 +25,14 @@ from agentrt.catalog.builtins import BUILTINS
 from agentrt.exceptions import WorkspaceError
 from agentrt.tool import Tool
 
-__all__ = ["CapabilityMap", "Registry", "ToolMetadata", "derive_metadata", "load_registry"]
+__all__ = [
+    "CapabilityMap",
+    "Registry",
+    "ToolMetadata",
+    "derive_metadata",
+    "load_registry",
+    "schema_metadata",
+]
 
 
 class ToolMetadata(BaseModel):
@@ -141,9 +149,25 @@ def derive_metadata(tool: Tool) -> ToolMetadata:
     (for tools given in code, which have no registry entry)."""
     return ToolMetadata(
         name=tool.name,
-        description=tool.description.split("\n\n", 1)[0],
+        description=_summary(tool.description),
         params=list(tool.args_model.model_fields),
     )
+
+
+def schema_metadata(name: str, description: str, parameters: Mapping[str, Any]) -> ToolMetadata:
+    """Metadata read from a tool known by its schema alone (an MCP server's, a function-calling
+    spec's): its description's first paragraph, its parameters' names as the JSON schema of
+    its arguments (`parameters`) spells them."""
+    return ToolMetadata(
+        name=name,
+        description=_summary(description),
+        params=list(parameters.get("properties", {})),
+    )
+
+
+def _summary(description: str) -> str:
+    """What retrieval reads of a description: its first paragraph."""
+    return description.split("\n\n", 1)[0]
 
 
 def load_registry(

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from agentrt._validation import describe_errors
 from agentrt._version import __version__
-from agentrt.catalog.metadata import ToolMetadata
+from agentrt.catalog.metadata import ToolMetadata, schema_metadata
 from agentrt.exceptions import ToolError, UserError
 from agentrt.logs import get_logger
 from agentrt.mcp.config import MCPServer
@@ -238,9 +238,7 @@ class MCPConnection:
         for spec in specs:
             tool = self._tool(spec)
             tools.append(tool)
-            params = list(spec.input_schema.get("properties", {}))
-            description = tool.description.split("\n\n", 1)[0]
-            metadata.append(ToolMetadata(name=tool.name, description=description, params=params))
+            metadata.append(schema_metadata(tool.name, tool.description, spec.input_schema))
         self.tools, self.metadata = tools, metadata
 
     def _tool(self, spec: mcp_types.Tool) -> Tool:
