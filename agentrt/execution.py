@@ -72,9 +72,32 @@ ApprovalPolicy = Callable[[str, dict[str, JsonValue]], bool]
 _UNLIMITED = nullcontext()
 """The `limit` of a tool that shares none."""
 
-# `json.dumps` with any option builds a new encoder per call; these run for every tool call.
-_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
-_OBSERVATION = json.JSONEncoder(ensure_ascii=False)
+
+def _json_text(*, sort_keys: bool) -> Callable[[Any], str]:
+    """What `json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)` writes, by a C encoder
+    made once. Both run for every tool call, and `dumps` (or `JSONEncoder.encode`) makes a C
+    encoder per call: 0.6 of the 1.1 µs they take for a call's arguments. What they encode is
+    acyclic (parsed JSON, or `_jsonable`'s output, which refuses cycles), so no cycle check."""
+    make = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
+    options = json.JSONEncoder(ensure_ascii=False, sort_keys=sort_keys)
+    if make is None:  # an interpreter without the C accelerator
+        return options.encode
+    encode = make(
+        None,
+        options.default,
+        json.encoder.encode_basestring,
+        None,
+        options.key_separator,
+        options.item_separator,
+        sort_keys,
+        options.skipkeys,
+        options.allow_nan,
+    )
+    return lambda value: "".join(encode(value, 0))
+
+
+_canonical = _json_text(sort_keys=True)
+_observed = _json_text(sort_keys=False)
 
 
 @dataclass(slots=True)
@@ -474,7 +497,7 @@ class Executor:
         )
 
     def _observation(self, output: JsonValue) -> str:
-        text = output if isinstance(output, str) else _OBSERVATION.encode(output)
+        text = output if isinstance(output, str) else _observed(output)
         return _cut(text, self.max_observation_chars)
 
 
@@ -514,13 +537,18 @@ def _invalid(tool: Tool, exc: ValidationError) -> str:
 
 def canonical_arguments(arguments: dict[str, Any]) -> str:
     """Arguments as JSON with sorted keys: equal JSON is an equal call, whatever the order."""
-    return _CANONICAL.encode(arguments)
+    return _canonical(arguments)
 
 
 def _values(validated: BaseModel) -> dict[str, Any]:
-    """A validated arguments model as the keyword arguments of its function. Not `dict(m)`,
-    which first asks the model for `keys` (a miss that costs pydantic an exception)."""
-    return dict(iter(validated))
+    """A validated arguments model as the keyword arguments of its function: what iterating
+    it gives (its fields, then any extra ones), read from where pydantic keeps them: 0.13 µs
+    against 0.52 iterating, and `dict(m)` costs more still (it first asks the model for
+    `keys`, a miss that costs pydantic an exception)."""
+    values = dict(validated.__dict__)  # fields only: private attributes are kept elsewhere
+    if validated.__pydantic_extra__:
+        values.update(validated.__pydantic_extra__)
+    return values
 
 
 def edited_call(call: PreparedCall, arguments: Mapping[str, Any]) -> PreparedCall:
