@@ -29,7 +29,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from agentrt.events import (
     AskEvent,
@@ -272,11 +272,11 @@ class _ReAct:
     ) -> None:
         """A turn (its text and native calls) and its results, in call order, join the
         conversation."""
-        self.messages.append(Message(role="assistant", content=content, tool_calls=tuple(calls)))
+        self.messages.append(_message(role="assistant", content=content, tool_calls=tuple(calls)))
         limit = self.task.settings.max_turn_observation_chars
         observations = share_out([o.observation for o in outcomes], limit)
         self.messages.extend(
-            Message(
+            _message(
                 role="tool",
                 content=observation,
                 tool_call_id=o.call_id,
@@ -657,3 +657,9 @@ def _more_than_whitespace(pieces: list[ParsedPiece] | list[CallPiece | InvalidPi
 def _words(text: str) -> list[str]:
     """A text's words, case aside: what two questions that say the same are made of."""
     return re.findall(r"\w+", text.casefold())
+
+
+def _message(**fields: Any) -> Message:
+    """`Message(**fields)`, validated the same, by the dataclass's validator without its
+    `__init__` wrapper: 0.7 µs against 1.7, and a turn makes one a tool call and one more."""
+    return Message.__pydantic_validator__.validate_python(fields)  # type: ignore[attr-defined,no-any-return]
