@@ -799,33 +799,37 @@ class Agent(Generic[DepsT, OutputT]):
         )
         toolbox = Toolbox(ctx, tools, offered, session, fit=found.fit, no_fit=no_fit)
         executor = self._executor(ctx, toolbox, request)
-        notes = (
-            []
-            if request.scope is None
-            else [self.workspace.render("scope.j2", scope=request.scope)]
-        )
-        if no_fit:
-            notes.append(self.workspace.render("no_tool_fits.j2"))
-        if suggested:
-            # A priority, not a filter: the classifier sees only the question.
-            notes.append(self.workspace.render("suggested_contexts.j2", contexts=suggested))
         task = PlannerInput(
             ctx=ctx,
             executor=executor,
             tools=toolbox,
             prompt=functools.partial(self._prompt, strategy),
-            notes=notes,
+            notes=self._notes(request.scope, no_fit, suggested),
             query=request.query,
             history=history,
             step_budget=strategy.step_budget,
             settings=self.settings,
             progress=progress,
         )
-        result = await run_planner(task, strategy, self.workspace, self._retrieve)
+        try:
+            result = await run_planner(task, strategy, self.workspace, self._retrieve)
+        finally:
+            executor.close()
         if executor.pending:
             ctx.emit(ApprovalRequestedEvent, calls=executor.pending)
             result.status, result.answer = "needs_approval", None
         return result
+
+    def _notes(self, scope: Scope | None, no_fit: bool, suggested: list[str]) -> list[str]:
+        """What the planner is told besides its prompt: the run's scope, that no tool fits,
+        the contexts the classifier suggests."""
+        notes = [] if scope is None else [self.workspace.render("scope.j2", scope=scope)]
+        if no_fit:
+            notes.append(self.workspace.render("no_tool_fits.j2"))
+        if suggested:
+            # A priority, not a filter: the classifier sees only the question.
+            notes.append(self.workspace.render("suggested_contexts.j2", contexts=suggested))
+        return notes
 
     async def _narrow(
         self, strategy: Strategy, query: str, history: Sequence[Message]
