@@ -586,6 +586,8 @@ def share_out(texts: Sequence[str], limit: int) -> list[str]:
     """`texts` (a turn's observations) cut to about `limit` characters together, so that many
     results at once cannot fill a small model's context: the shorter ones stay whole, the
     longer each get an equal share of what they leave, each cut noted as `_observation`'s."""
+    if sum(map(len, texts)) <= limit:  # most turns: nothing to cut, nothing to sort
+        return list(texts)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     shares = [0] * len(texts)
     left = limit
