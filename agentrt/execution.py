@@ -52,7 +52,7 @@ from agentrt.events import (
 )
 from agentrt.exceptions import ToolError
 from agentrt.parsing import CallPiece, InvalidPiece
-from agentrt.run import RunContext
+from agentrt.run import RunContext, to_microsecond
 from agentrt.sessions.store import Scope, SessionTool
 from agentrt.tool import Tool, ToolContext, ToolRunner, ToolStorage, call_tool, run_tool
 
@@ -456,7 +456,7 @@ class Executor:
                 status=status,
                 output=output,
                 error=error,
-                duration=round(duration, 6),
+                duration=to_microsecond(duration),
             )
         observation = self._observation(output) if status == "ok" else f"Error: {error}"
         return ToolOutcome(
