@@ -275,7 +275,8 @@ class Executor:
                 return self._reject(call, decision.reason)
             if decision.arguments is not None:
                 call = edited_call(call, decision.arguments)
-        if not call.key and not fresh:
+        key = call.key  # a concatenation each time it is asked
+        if not key and not fresh:
             kept = self._kept[1].pop(call.identity, None) if self._kept[0] == call.step else None
             if kept is not None:
                 self.ctx.emit(
@@ -294,15 +295,15 @@ class Executor:
             return outcome
         if fresh:
             return await self._run(call)
-        entry = self._cache.get(call.key)
+        entry = self._cache.get(key)
         if entry is not None:
             return await self._from_cache(call, entry)
-        entry = self._cache[call.key] = _CacheEntry(call.call_id)
+        entry = self._cache[key] = _CacheEntry(call.call_id)
         try:
             entry.outcome = await self._run(call)
         finally:
             if entry.outcome is None or entry.outcome.status == "cancelled":
-                del self._cache[call.key]  # nothing to reuse; a later identical call runs anew
+                del self._cache[key]  # nothing to reuse; a later identical call runs anew
             if entry.done is not None:
                 entry.done.set()
                 entry.done = None
