@@ -572,7 +572,7 @@ class ToolCallParser:
         close = self._tag.close
         width = len(close) - 1
         # A closing tag that began in an earlier chunk can only be found by joining the tail on.
-        tail = self._held_tail(width)
+        tail = self._held_tail(width) if self._held else ""
         found = (tail + chunk[i : i + width]).find(close) if tail else -1
         if found >= 0:
             start = found - len(tail)
