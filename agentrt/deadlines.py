@@ -39,6 +39,11 @@ class Deadlines:
         if self._timer is None or limit.when < self._timer.when():
             self._arm(limit.when)
 
+    def _end(self, limit: Limit) -> None:
+        # The timer stays as it is, even with no block left: calls that follow one another
+        # (each done before the next starts) would otherwise set and cancel one each.
+        del self._running[limit]
+
     def close(self) -> None:
         """No block will start again: take the timer off the loop now, not at its deadline
         (a finished run would otherwise be kept until then)."""
@@ -95,9 +100,7 @@ class Limit:
         tb: TracebackType | None,
     ) -> None:
         if not self._expired:
-            # The timer stays as it is, even with no block left: calls that follow one another
-            # (each done before the next starts) would otherwise set and cancel one each.
-            del self._deadlines._running[self]
+            self._deadlines._end(self)
             return
         assert self._task is not None
         # Undo this limit's cancellation request whatever the block did with it; a request
