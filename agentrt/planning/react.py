@@ -149,8 +149,8 @@ class _ReAct:
         self._asked_back = False
         """The model asked the user their own question: no tool that asks is shown."""
         self._sync_tools()
-        # Plain dicts, not Counters: a Counter's miss is a call to its `__missing__`, and
-        # every new call misses once (0.3 µs of a call's overhead).
+        # Plain dicts, not Counters: a Counter's miss is a call to its `__missing__` (55 ns
+        # against 15 for `dict.get`), and every new call misses.
         self._made: dict[str, int] = {}
         """How often each call (tool and arguments) was made in the run."""
         self._loop_nudge: str | None = None
