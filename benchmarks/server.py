@@ -23,6 +23,11 @@ stream and the HTTP write), and how busy the machine was.
 Each event is serialised once in the server, for its trajectory line and every stream alike;
 what that one serialisation costs is measured here too, on the events received, so that the
 table says how much of the server's CPU per event it is.
+
+Then the same two loads against the floor (server_floor.py), in a server process of its own:
+a bare ASGI app on the same uvicorn that streams the same events at the same pace, built as
+dicts, dumped with json and appended to a file per run. What it misses on a machine, no server
+of these streams meets there; agentrt's columns over its columns are what agentrt costs.
 """
 
 from __future__ import annotations
@@ -38,14 +43,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
 HERE = Path(__file__).parent
+T = TypeVar("T")
 WORKSPACE = HERE / "workspace"
 ANSWER = (
     "Both lookups are back, and they agree: the value is 42. That settles the question, so "
@@ -86,31 +92,52 @@ class StreamingModel:
         yield UsageChunk(usage=Usage(prompt_tokens=10, completion_tokens=len(words)))
 
 
-def serve(fd: int, delay: float, runs: int, loop: str, http: str) -> None:
-    """The server process: the app over the streaming model, on the listening socket `fd`,
-    with uvicorn's `loop` and `http` implementations."""
+def serve(fd: int, delay: float, runs: int, loop: str, http: str, app: str) -> None:
+    """The server process: `app` (agentrt's, over the streaming model, or the floor's: see
+    server_floor.py) on the listening socket `fd`, with uvicorn's `loop` and `http`."""
     import uvicorn
 
-    from agentrt import Agent, AgentSettings
-    from agentrt.server import Server, ServerSettings, create_app
     from agentrt.server.serve import freeze_startup
 
     with tempfile.TemporaryDirectory() as tmp:
+        if app == "floor":
+            from server_floor import FloorApp, record, recorded_header
+
+            recording = Path(tmp) / "recording"
+            template = asyncio.run(record(WORKSPACE, StreamingModel, recording))
+            floor = FloorApp(recorded_header(recording), template, delay, Path(tmp))
+            config = uvicorn.Config(floor, lifespan="off", **_uvicorn(loop, http))
+            freeze_startup()
+            uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])
+            return
+        from agentrt import Agent, AgentSettings
+        from agentrt.server import Server, ServerSettings, create_app
+
         agent = Agent(
             workspace=WORKSPACE,
             model=StreamingModel(delay),
             settings=AgentSettings(trajectory_dir=Path(tmp), default_strategy="bench"),
         )
-        app = create_app(agent, ServerSettings(max_runs=runs, keep_finished=runs))
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            loop=loop,
-            http=http,
-        )
+        served = create_app(agent, ServerSettings(max_runs=runs, keep_finished=runs))
+        config = uvicorn.Config(served, **_uvicorn(loop, http))
         freeze_startup()  # as `agentrt serve` does
         Server(config).run(sockets=[socket.socket(fileno=fd)])
+
+
+async def watched(server: subprocess.Popen[bytes], work: Awaitable[T]) -> T:
+    """`work`, or an error as soon as the server's process is gone: its clients would
+    otherwise wait forever in the listening socket's backlog, which this process holds."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        if server.poll() is not None:
+            task.cancel()
+            raise RuntimeError(f"the server exited ({server.returncode}): see its error above")
+        await asyncio.wait({task}, timeout=0.5)
+    return task.result()
+
+
+def _uvicorn(loop: str, http: str) -> dict[str, Any]:
+    return {"log_level": "warning", "access_log": False, "loop": loop, "http": http}
 
 
 BODY = json.dumps({"query": "Look it up twice.", "strategy": "bench"}).encode()
@@ -312,7 +339,7 @@ def table(result: dict[str, Any], delay: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    loads = (result["burst"], result["steady"])
+    loads = [result[app][load] for load in ("burst", "steady") for app in APPS]
     t = Table(
         title=f"{result['streams']} concurrent streaming runs over loopback (SSE)",
         caption=f"a scripted model, a word every {delay * 1000:.0f} ms, 2 parallel tools; "
@@ -320,12 +347,20 @@ def table(result: dict[str, Any], delay: float) -> None:
         f"load average (1 min) {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
     )
     t.add_column("measure")
-    t.add_column("all started at once", justify="right")
-    t.add_column("steadily open", justify="right")
-
+    for load in ("all started at once", "steadily open"):
+        t.add_column(f"{load}: agentrt", justify="right")
+        t.add_column("floor", justify="right")
     for name, form, key in ROWS:
         t.add_row(name, *(form.format(load[key]) if key in load else "" for load in loads))
-    Console(width=100).print(t)
+    for name, key in (("CPU per event", "server_cpu_ms_per_event"), ("p99", "p99_ms")):
+        ratios = (loads[i][key] / loads[i + 1][key] for i in (0, 2))
+        t.add_row(f"{name}: agentrt / floor", *(f"{r:.2f}×" if r else "" for r in _spaced(ratios)))
+    Console(width=120).print(t)
+
+
+def _spaced(ratios: Iterable[float]) -> list[float]:
+    """Ratios in the agentrt columns, none in the floor's."""
+    return [value for r in ratios for value in (r, 0.0)]
 
 
 def main() -> None:
@@ -354,49 +389,48 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--serve-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--app", choices=APPS, default="agentrt", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fd is not None:
-        serve(args.serve_fd, args.token_delay, args.runs, args.loop, args.http)
+        serve(args.serve_fd, args.token_delay, args.runs, args.loop, args.http, args.app)
         return
 
+    result: dict[str, Any] = {app: measured(app, args) for app in APPS} | {
+        "streams": args.runs,
+        "client": args.client,
+        "loop": _resolved(args.loop, "uvloop", "asyncio"),
+        "http": _resolved(args.http, "httptools", "h11"),
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        table(result, args.token_delay)
+
+
+APPS = ("agentrt", "floor")
+"""What is served, one after the other: agentrt's app, then the floor's (server_floor.py)."""
+
+
+def measured(app: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Both loads against `app`, served by a process of its own."""
     # Listening before the server starts: clients queue in the backlog until it accepts.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            __file__,
-            "--serve-fd",
-            str(sock.fileno()),
-            "--runs",
-            str(args.runs),
-            "--token-delay",
-            str(args.token_delay),
-            "--loop",
-            args.loop,
-            "--http",
-            args.http,
-        ],
-        pass_fds=[sock.fileno()],
-    )
+    serving = [
+        *("--serve-fd", str(sock.fileno()), "--app", app, "--runs", str(args.runs)),
+        *("--token-delay", str(args.token_delay), "--loop", args.loop, "--http", args.http),
+    ]
+    server = subprocess.Popen([sys.executable, __file__, *serving], pass_fds=[sock.fileno()])
     try:
-        result: dict[str, Any] = {
-            **asyncio.run(measure(url, args.runs, psutil.Process(server.pid), args.client)),
-            "streams": args.runs,
-            "client": args.client,
-            "loop": _resolved(args.loop, "uvloop", "asyncio"),
-            "http": _resolved(args.http, "httptools", "h11"),
-        }
+        return asyncio.run(
+            watched(server, measure(url, args.runs, psutil.Process(server.pid), args.client))
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)
         sock.close()
-    if args.json:
-        print(json.dumps(result))
-    else:
-        table(result, args.token_delay)
 
 
 if __name__ == "__main__":

@@ -40,21 +40,26 @@ LOAD = {
 
 
 def test_reports_its_fields() -> None:
-    """A small run reports every field of the table for both loads, as JSON and as the table."""
+    """A small run reports every field of the table for both loads and both servers, as JSON
+    and as the table; the floor streams as many events as agentrt (it replays a run of it)."""
     result = json.loads(bench("--json"))
-    assert set(result) == {"burst", "steady", "streams", "client", "loop", "http"}
-    assert set(result["burst"]) == LOAD | {"serialise_us_per_event"}
-    assert set(result["steady"]) == LOAD
+    assert set(result) == {"agentrt", "floor", "streams", "client", "loop", "http"}
+    for app in ("agentrt", "floor"):
+        assert set(result[app]["burst"]) == LOAD | {"serialise_us_per_event"}
+        assert set(result[app]["steady"]) == LOAD
+        assert result[app]["burst"]["runs"] == 5
+        # Three runs a client, one of them measured: every event counted, a third timed.
+        assert result[app]["steady"]["runs"] == 15
+        assert result[app]["steady"]["events"] == 3 * result[app]["burst"]["events"]
     assert result["streams"] == 5
-    assert result["burst"]["runs"] == 5
-    assert result["burst"]["events"] > 5 * 10
-    # Three runs a client, one of them measured: every event counted, a third timed.
-    assert result["steady"]["runs"] == 15
-    assert result["steady"]["events"] == 3 * result["burst"]["events"]
+    assert result["agentrt"]["burst"]["events"] > 5 * 10
+    assert result["floor"]["burst"]["events"] == result["agentrt"]["burst"]["events"]
     shown = bench()
     for row in (
-        "all started at once",
-        "steadily open",
+        "all started at once: agentrt",
+        "steadily open: agentrt",
+        "floor",
+        "CPU per event: agentrt / floor",
         "events/s",
         "creation → receipt p50",
         "creation → receipt p95",
@@ -69,4 +74,5 @@ def test_the_httpx_client() -> None:
     """`--client httpx` streams the same runs through httpx and httpx-sse."""
     result = json.loads(bench("--json", "--client", "httpx", "--loop", "asyncio", "--http", "h11"))
     assert (result["client"], result["loop"], result["http"]) == ("httpx", "asyncio", "h11")
-    assert result["burst"]["events"] > 5 * 10
+    for app in ("agentrt", "floor"):
+        assert result[app]["burst"]["events"] > 5 * 10
