@@ -37,6 +37,8 @@ def holds_tool_call(text: str) -> bool:
     tool on offer, so only the shapes that need no known name), or the marks of one."""
     if _CALL_MARKS.search(text):
         return True
+    if "<" not in text and "{" not in text and "[" not in text:
+        return False  # every shape the parser reads opens with one of these (its diagram)
     parser = ToolCallParser()
     pieces = [*parser.feed(text), *parser.close()]
     return any(isinstance(p, CallPiece | InvalidPiece) for p in pieces)

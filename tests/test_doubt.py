@@ -14,6 +14,7 @@ from agentrt.doubt import CallTally, holds_tool_call
 from agentrt.eval.metrics import score, summarize
 from agentrt.eval.questions import EvalQuestion
 from agentrt.events import ToolCallInvalidEvent, ToolFinishedEvent
+from agentrt.parsing import CallPiece, InvalidPiece, ToolCallParser
 from tests.helpers import MakeAgent, call, finish
 
 
@@ -237,3 +238,22 @@ async def test_a_strategys_answer_needs_reach_the_run(make_agent: MakeAgent) -> 
     ):
         result = await make_agent(turns).run("1 + 1?", strategy=strategy)
         assert (result.status, result.doubt) == ("ok", doubt), strategy
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "get_weather(city='Paris')",
+        "TOOL_CALLS weather city=Oslo",
+        "name=weather arguments=(city: Oslo)",
+        "functions.weather:0 city=Oslo",
+        '```json\n"weather"\n```',
+    ],
+)
+def test_text_without_an_opener_holds_no_call(text: str) -> None:
+    """Without a "<", "{" or "[" `holds_tool_call` answers before the parser runs: the parser,
+    run anyway, agrees."""
+    parser = ToolCallParser()
+    pieces = [*parser.feed(text), *parser.close()]
+    assert not any(isinstance(p, CallPiece | InvalidPiece) for p in pieces)
+    assert not holds_tool_call(text)
