@@ -453,7 +453,7 @@ class Agent(Generic[DepsT, OutputT]):
             messages=[*outcome.history, *outcome.new],
             usage=end.usage,
             path=ctx.writer.path,
-            _recorded=functools.cache(functools.partial(ctx.writer.recorded, ctx.header)),
+            _recorded=functools.partial(ctx.writer.recorded, ctx.header),
             _output=outcome.output,
         )
 

@@ -59,6 +59,7 @@ class TrajectoryWriter:
         self._header_written = False
         self._broken = False
         self._last_write = time.monotonic()
+        self._recorded: Trajectory | None = None
 
     def add(self, event: EventBase) -> None:
         if keep_json.get():
@@ -109,11 +110,13 @@ class TrajectoryWriter:
         self.path = None
 
     def recorded(self, header: TrajectoryHeader) -> Trajectory:
-        """The run's trajectory so far: the events its file holds, read back, then those kept
-        in memory.
+        """The run's trajectory, once it has ended: the events its file holds, read back,
+        then those kept in memory; read once, then kept.
 
         :raises UserError: the file no longer holds the events written to it
         """
+        if self._recorded is not None:
+            return self._recorded
         written: list[bytes] = []
         try:
             if self._file is not None and self._written:
@@ -122,7 +125,8 @@ class TrajectoryWriter:
         except (OSError, ValidationError) as exc:  # what is in memory was validated: the file
             msg = f"the run's trajectory {self._file} cannot be read back: {exc}"
             raise UserError(msg) from None
-        return Trajectory(header=header, events=events)
+        self._recorded = Trajectory(header=header, events=events)
+        return self._recorded
 
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
