@@ -109,13 +109,7 @@ class FloorApp:
             for seq, (words, kind, fields) in enumerate(self.template):
                 if words:
                     if frames:
-                        await send(
-                            {
-                                "type": "http.response.body",
-                                "body": b"".join(frames),
-                                "more_body": True,
-                            }
-                        )
+                        await send(_chunk(frames))
                         frames = []
                     for _ in range(words):
                         await asyncio.sleep(self.delay)
@@ -128,4 +122,9 @@ class FloorApp:
                 frames.append(
                     b"event: %s\nid: %d\ndata: %s\n\n" % (kind.encode(), seq, line.encode())
                 )
-        await send({"type": "http.response.body", "body": b"".join(frames), "more_body": True})
+        await send(_chunk(frames))
+
+
+def _chunk(frames: list[bytes]) -> dict[str, Any]:
+    """The events made together, as one write of the response."""
+    return {"type": "http.response.body", "body": b"".join(frames), "more_body": True}
