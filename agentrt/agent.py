@@ -337,13 +337,7 @@ class Agent(Generic[DepsT, OutputT]):
             request = replace(request, run_id=run_id)
         if decisions:
             request = replace(request, decisions=dict(decisions))
-        ctx = self._new_run(request)
-        outcome = _Outcome()
-        return AgentRun(
-            self._events(ctx, request, outcome),
-            functools.partial(self._result, ctx, outcome),
-            ctx.divert,
-        )
+        return self._agent_run(request)
 
     def resume(
         self,
@@ -386,13 +380,7 @@ class Agent(Generic[DepsT, OutputT]):
             tools=ResumingTools(RecordedResults(recording, completed_only=True), self.tool_runner),
         )
         request = replace(request, run_id=run_id, resume=resumption, decisions=kept)
-        ctx = self._new_run(request)
-        outcome = _Outcome()
-        return AgentRun(
-            self._events(ctx, request, outcome),
-            functools.partial(self._result, ctx, outcome),
-            ctx.divert,
-        )
+        return self._agent_run(request)
 
     async def prepare(self) -> None:
         """Do now the set-up that the first run needing it would do: build (or load from the
@@ -507,8 +495,19 @@ class Agent(Generic[DepsT, OutputT]):
             decisions=request.decisions,
         )
 
+    def _agent_run(self, request: _Request) -> AgentRun[Any]:
+        ctx = self._new_run(request)
+        outcome = _Outcome()
+        feed = EventFeed()
+        return AgentRun(
+            self._events(ctx, feed, request, outcome),
+            functools.partial(self._result, ctx, outcome),
+            ctx.divert,
+            feed,
+        )
+
     async def _events(
-        self, ctx: RunContext, request: _Request, outcome: _Outcome
+        self, ctx: RunContext, feed: EventFeed, request: _Request, outcome: _Outcome
     ) -> AsyncGenerator[Event, None]:
         if self._mcp_servers and self._mcp is None:
             # Checked when the run begins, not when it is made: `agentrt run` makes the run
@@ -519,7 +518,6 @@ class Agent(Generic[DepsT, OutputT]):
                 "`async with agent:` (or after `await agent.start()`)"
             )
             raise UserError(msg)
-        feed = EventFeed()
         cancel = anyio.CancelScope()
         ctx.attach(feed)
         producer = asyncio.get_running_loop().create_task(

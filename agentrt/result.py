@@ -14,6 +14,7 @@ from typing_extensions import TypeVar
 from agentrt.events import AnswerDoubt, Event, RunFinishedEvent, RunStatus, Usage
 from agentrt.exceptions import RunFailed, UserError
 from agentrt.models.base import Message
+from agentrt.run import EventFeed
 from agentrt.trajectory.format import Trajectory
 
 __all__ = ["AgentRun", "RunResult"]
@@ -83,8 +84,10 @@ class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
         events: AsyncGenerator[Event, None],
         finish: Callable[[RunFinishedEvent], RunResult[OutputT]],
         divert: Callable[[Callable[[Event], None]], None],
+        feed: EventFeed,
     ) -> None:
         self._events = events
+        self._feed = feed
         self._finish = finish
         self._divert = divert
         self._started = False
@@ -98,7 +101,11 @@ class AgentRun(Coroutine[Any, Any, RunResult[OutputT]]):
 
     async def __anext__(self) -> Event:
         self._started = True
-        event = await self._events.__anext__()
+        # An event already made is taken from the run's feed at once; `events` (which also
+        # starts the run, waits for the next and ends the stream) only when there is none.
+        event = self._feed.take()
+        if event is None:
+            event = await self._events.__anext__()
         if isinstance(event, RunFinishedEvent):
             self._result = self._finish(event)
         return event

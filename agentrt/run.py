@@ -157,6 +157,10 @@ class EventFeed:
         self._left = True
         self._events.clear()
 
+    def take(self) -> Event | None:
+        """The next event if there is one, without waiting."""
+        return self._events.popleft() if self._events else None
+
     async def get(self) -> Event | None:
         """The next event, None at the end; an event already there is taken at once, without a
         trip through the event loop."""
